@@ -1,0 +1,172 @@
+"""Single-device baselines (spec/model.md §5): checkpoint-all and Chen et al.'s sqrt(n) and greedy.
+
+Each baseline fixes *which tensors are kept* between stages; the operations of every stage are
+then the least recomputation that makes the frontier node's inputs available (as Checkmate
+derives ``R`` from a fixed ``S``). The simulator decides whether the result fits a budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import networkx as nx
+
+from solver.graph import Graph
+from solver.schedule import Operation, Schedule, SolverInfo, Stage
+from solver.simulate import Timeline, simulate
+
+__all__ = [
+    "schedule_with_checkpoints",
+    "checkpoint_all",
+    "chen_candidates",
+    "chen_sqrtn",
+    "chen_greedy",
+    "BaselineResult",
+    "best_fitting",
+]
+
+KeepRule = Callable[[int, int, bool], bool]
+"""``keep(i, t, recomputed_in_t)``: whether tensor ``i`` stays resident after stage ``t``."""
+
+
+def schedule_with_checkpoints(graph: Graph, device: str, keep: KeepRule, method: str) -> Schedule:
+    """Build the single-device schedule that keeps what ``keep`` says and recomputes the rest.
+
+    In stage ``t`` the frontier node and, recursively, every input that is not resident are
+    computed (ascending order); a tensor with no later user is never kept.
+    """
+    resident: set[int] = set()
+    stages = []
+    last_use = [max(users, default=-1) for users in graph.users]
+    for t in range(graph.n):
+        computed = _closure(graph, t, resident)
+        available = resident | computed
+        kept = {
+            i for i in available if last_use[i] > t and keep(i, t, i in computed and i != t)
+        }
+        ops = tuple(Operation(graph.nodes[k].id, device) for k in sorted(computed))
+        stages.append(Stage(ops, {device: frozenset(graph.nodes[i].id for i in kept)}))
+        resident = kept
+    budgets = {d.name: d.memory for d in graph.devices}
+    return Schedule(graph.name, budgets, tuple(stages), SolverInfo(method=method))
+
+
+def _closure(graph: Graph, t: int, resident: set[int]) -> set[int]:
+    needed, stack = {t}, [t]
+    while stack:
+        for i in graph.inputs[stack.pop()]:
+            if i not in resident and i not in needed:
+                needed.add(i)
+                stack.append(i)
+    return needed
+
+
+def checkpoint_all(graph: Graph, device: str) -> Schedule:
+    """Keep every tensor until its last use: no recomputation, the no-remat peak of memory.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> from solver.simulate import simulate
+    >>> t = simulate(unit_chain(3), checkpoint_all(unit_chain(3), "cpu"))
+    >>> t.valid, t.total_ms, t.recomputations
+    (True, 7.0, 0)
+    """
+    return schedule_with_checkpoints(graph, device, lambda i, t, r: True, f"checkpoint-all:{device}")
+
+
+def chen_candidates(graph: Graph) -> list[int]:
+    """Forward nodes whose output separates the forward graph (articulation points, in order).
+
+    Chen et al. checkpoint only such nodes, so that a segment between two checkpoints can be
+    recomputed from its start alone. Without ``forward`` kinds, every node counts as forward.
+    """
+    forward = [i for i, node in enumerate(graph.nodes) if node.kind == "forward"]
+    forward = forward or list(range(graph.n))
+    undirected = nx.Graph()
+    undirected.add_nodes_from(forward)
+    undirected.add_edges_from(
+        (i, k) for i, k in graph.edge_pairs if i in undirected and k in undirected
+    )
+    points = set(nx.articulation_points(undirected))
+    return [i for i in forward if i in points or i == forward[-1]]
+
+
+def _segment_rule(graph: Graph, checkpoints: set[int]) -> KeepRule:
+    """Chen's policy: forward tensors stay while a forward op still needs them; afterwards only
+    checkpoints stay, and a recomputed segment is kept until its backward use."""
+    forward = {i for i, node in enumerate(graph.nodes) if node.kind == "forward"}
+    last_forward_use = [
+        max((k for k in graph.users[i] if k in forward), default=-1) for i in range(graph.n)
+    ]
+
+    def keep(i: int, t: int, recomputed: bool) -> bool:
+        return i in checkpoints or i not in forward or last_forward_use[i] > t or recomputed
+
+    return keep
+
+
+def chen_sqrtn(graph: Graph, device: str) -> Schedule:
+    """Chen et al.'s sqrt(n) strategy: every ``ceil(sqrt(c))``-th candidate is a checkpoint."""
+    candidates = chen_candidates(graph)
+    step = max(1, math.ceil(math.sqrt(len(candidates))))
+    checkpoints = set(candidates[step - 1 :: step])
+    return schedule_with_checkpoints(
+        graph, device, _segment_rule(graph, checkpoints), f"chen-sqrtn:{device}"
+    )
+
+
+def _greedy_checkpoints(graph: Graph, candidates: list[int], segment_bytes: float) -> set[int]:
+    chosen, running = set(), 0
+    forward = [i for i, node in enumerate(graph.nodes) if node.kind == "forward"] or candidates
+    candidate_set = set(candidates)
+    for i in forward:
+        running += int(graph.memory[i])
+        if running > segment_bytes and i in candidate_set:
+            chosen.add(i)
+            running = 0
+    return chosen
+
+
+class BaselineResult:
+    """A baseline's schedule with its replay (``None`` fields when nothing fits)."""
+
+    def __init__(self, schedule: Schedule | None, timeline: Timeline | None, reason: str = ""):
+        self.schedule, self.timeline, self.reason = schedule, timeline, reason
+
+
+def best_fitting(graph: Graph, schedules: list[Schedule]) -> BaselineResult:
+    """The cheapest schedule among ``schedules`` that replays within the budgets."""
+    best: BaselineResult | None = None
+    peaks = []
+    for schedule in schedules:
+        timeline = simulate(graph, schedule)
+        if timeline.valid and (best is None or timeline.total_ms < best.timeline.total_ms):
+            best = BaselineResult(schedule, timeline)
+        elif not timeline.valid:
+            peaks.append(str(timeline.violation))
+    if best is None:
+        return BaselineResult(None, None, peaks[0] if peaks else "no candidate schedule")
+    return best
+
+
+def chen_greedy(graph: Graph, device: str, tries: int = 24) -> BaselineResult:
+    """Chen et al.'s greedy strategy, searching the segment size for the fastest fitting one.
+
+    Segment sizes are tried on a geometric grid between the smallest tensor and the whole
+    forward pass; each candidate is replayed under the budget.
+    """
+    candidates = chen_candidates(graph)
+    total = float(sum(int(graph.memory[i]) for i in candidates)) or 1.0
+    smallest = float(min((int(graph.memory[i]) for i in candidates if graph.memory[i]), default=1))
+    schedules, seen = [], set()
+    for j in range(tries):
+        size = smallest * (total / smallest) ** (j / max(tries - 1, 1))
+        checkpoints = frozenset(_greedy_checkpoints(graph, candidates, size))
+        if checkpoints in seen:
+            continue
+        seen.add(checkpoints)
+        rule = _segment_rule(graph, set(checkpoints))
+        schedules.append(schedule_with_checkpoints(graph, device, rule, f"chen-greedy:{device}"))
+    return best_fitting(graph, schedules)

@@ -1,0 +1,504 @@
+"""Reading and writing graph and schedule JSON documents (spec/formats.md).
+
+Readers check every field and raise :class:`GraphFormatError` / :class:`ScheduleFormatError`
+naming the file, the place and the fix; they never return half-read documents. Writers are
+atomic: a temporary file in the same folder is renamed over the target.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from solver.errors import GraphFormatError, ScheduleFormatError
+from solver.graph import NODE_KINDS, Device, Edge, Graph, Link, Node, make_graph
+from solver.schedule import Operation, Schedule, SolverInfo, Stage
+from solver.status import SolveStatus
+from solver.units import parse_bandwidth, parse_size
+
+__all__ = [
+    "GRAPH_FORMAT",
+    "SCHEDULE_FORMAT",
+    "graph_from_dict",
+    "graph_to_dict",
+    "load_graph",
+    "save_graph",
+    "schedule_from_dict",
+    "schedule_to_dict",
+    "load_schedule",
+    "save_schedule",
+    "read_json",
+    "atomic_write_text",
+]
+
+GRAPH_FORMAT = "remat-graph"
+SCHEDULE_FORMAT = "remat-schedule"
+_NODE_FIELDS = {"id", "op", "kind", "of", "memory", "cost", "inputs", "flops", "bytes_accessed"}
+_DEVICE_FIELDS = {"name", "kind", "memory", "fixed_memory", "peak_flops", "mem_bandwidth"}
+_GRAPH_FIELDS = {"format", "version", "name", "devices", "links", "nodes", "edges", "meta"}
+
+
+# ----- small typed readers ------------------------------------------------------------------
+def _fail(what: str, where: str, fix: str = "") -> GraphFormatError:
+    return GraphFormatError(what, where=where, fix=fix)
+
+
+def _get(obj: Mapping, key: str, where: str, kind: type | tuple, default: Any = ...) -> Any:
+    if key not in obj:
+        if default is ...:
+            raise _fail(f"missing field '{key}'", where, f"add '{key}'")
+        return default
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and bool not in _as_tuple(kind):
+        names = " or ".join(t.__name__ for t in _as_tuple(kind)).replace("str", "string")
+        raise _fail(f"field '{key}' is {type(value).__name__}", where, f"it must be a {names}")
+    return value
+
+
+def _as_tuple(kind: type | tuple) -> tuple:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _size(value: Any, where: str) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise _fail(str(exc).split("; ")[0], where, _tail(exc, "sizes must be >= 0")) from None
+
+
+def _tail(exc: ValueError, default: str) -> str:
+    parts = str(exc).split("; ", 1)
+    return parts[1] if len(parts) > 1 else default
+
+
+def _number(value: Any, where: str, fix: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _fail(f"{value!r} is not a number", where, fix)
+    if value < 0:
+        raise _fail(f"{value} is negative", where, fix)
+    return float(value)
+
+
+def _object(value: Any, where: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise _fail(f"expected an object, got {type(value).__name__}", where, "write {...}")
+    return value
+
+
+# ----- graphs ----------------------------------------------------------------------------------
+def graph_from_dict(doc: Any, path: str | os.PathLike | None = None) -> Graph:
+    """Build a :class:`Graph` from a parsed graph document.
+
+    Raises
+    ------
+    GraphFormatError
+        On any malformed or inconsistent field, naming the file and the place.
+
+    Examples
+    --------
+    >>> g = graph_from_dict({"format": "remat-graph", "version": 1, "name": "x",
+    ...     "devices": [{"name": "cpu", "memory": "1 KiB"}],
+    ...     "nodes": [{"id": "a", "memory": 8, "cost": {"cpu": 1}},
+    ...               {"id": "b", "memory": 8, "cost": {"cpu": 2}, "inputs": ["a"]}]})
+    >>> g.n, g.devices[0].memory, g.edge_pairs
+    (2, 1024, ((0, 1),))
+    """
+    try:
+        return _graph_from_dict(doc)
+    except GraphFormatError as exc:
+        raise exc.with_path(str(path)) if path is not None else exc from None
+
+
+def _graph_from_dict(doc: Any) -> Graph:
+    doc = _object(doc, "top level")
+    fmt = doc.get("format")
+    if fmt != GRAPH_FORMAT:
+        raise _fail(f"'format' is {fmt!r}", "top level", f"a graph file says \"{GRAPH_FORMAT}\"")
+    if doc.get("version", 1) != 1:
+        raise _fail(f"version {doc.get('version')!r} is not supported", "top level",
+                    "this program reads version 1")
+    notes = [f"unknown top-level field '{k}' ignored" for k in doc if k not in _GRAPH_FIELDS]
+    devices = [_device(d, i) for i, d in enumerate(_get(doc, "devices", "top level", list))]
+    links = [_link(x, i) for i, x in enumerate(_get(doc, "links", "top level", list, []))]
+    raw_nodes = _get(doc, "nodes", "top level", list)
+    if not raw_nodes:
+        raise _fail("no nodes", "field 'nodes'", "add at least one node")
+    nodes, edges = [], []
+    for i, raw in enumerate(raw_nodes):
+        node, inputs, node_notes = _node(raw, i, devices)
+        nodes.append(node)
+        edges.extend(Edge(source, node.id) for source in inputs)
+        notes.extend(node_notes)
+    edges.extend(_edge(x, i) for i, x in enumerate(_get(doc, "edges", "top level", list, [])))
+    meta = _object(doc.get("meta", {}), "field 'meta'")
+    name = _get(doc, "name", "top level", str, "untitled")
+    return make_graph(name, devices, nodes, edges, links, meta, notes)
+
+
+def _device(raw: Any, i: int) -> Device:
+    raw = _object(raw, f"devices[{i}]")
+    name = _get(raw, "name", f"devices[{i}]", str)
+    where = f"device '{name}'"
+    optional = {}
+    for key in ("peak_flops", "mem_bandwidth"):
+        if key in raw:
+            optional[key] = _number(raw[key], f"{where}, field '{key}'", "a positive number")
+    return Device(
+        name=name,
+        kind=_get(raw, "kind", where, str, "cpu"),
+        memory=_size(_get(raw, "memory", where, (int, float, str)), f"{where}, field 'memory'"),
+        fixed_memory=_size(raw.get("fixed_memory", 0), f"{where}, field 'fixed_memory'"),
+        **optional,
+    )
+
+
+def _link(raw: Any, i: int) -> Link:
+    raw = _object(raw, f"links[{i}]")
+    source = _get(raw, "from", f"links[{i}]", str)
+    target = _get(raw, "to", f"links[{i}]", str)
+    where = f"link {source} -> {target}"
+    try:
+        bandwidth = parse_bandwidth(_get(raw, "bandwidth", where, (int, float, str)))
+    except ValueError as exc:
+        raise _fail(str(exc).split("; ")[0], f"{where}, field 'bandwidth'",
+                    "give bytes per second or e.g. '12 GB/s'") from None
+    latency = _number(raw.get("latency_ms", 0.0), f"{where}, field 'latency_ms'", "ms >= 0")
+    return Link(source, target, bandwidth, latency)
+
+
+def _node(raw: Any, i: int, devices: list[Device]) -> tuple[Node, list[str], list[str]]:
+    raw = _object(raw, f"nodes[{i}]")
+    node_id = _get(raw, "id", f"nodes[{i}]", str)
+    where = f"node '{node_id}'"
+    memory = _size(_get(raw, "memory", where, (int, float, str)), f"{where}, field 'memory'")
+    kind = _get(raw, "kind", where, str, "other")
+    if kind not in NODE_KINDS:
+        raise _fail(f"unknown kind {kind!r}", f"{where}, field 'kind'",
+                    f"use one of {', '.join(NODE_KINDS)}")
+    flops = raw.get("flops")
+    bytes_accessed = raw.get("bytes_accessed")
+    if flops is not None:
+        flops = _number(flops, f"{where}, field 'flops'", "a number >= 0")
+    if bytes_accessed is not None:
+        bytes_accessed = _number(bytes_accessed, f"{where}, field 'bytes_accessed'", ">= 0")
+    cost = _cost(raw, where, devices, flops, bytes_accessed)
+    inputs = _get(raw, "inputs", where, list, [])
+    for j, source in enumerate(inputs):
+        if not isinstance(source, str):
+            raise _fail(f"inputs[{j}] is {type(source).__name__}", where, "inputs are node ids")
+    extra = {k: v for k, v in raw.items() if k not in _NODE_FIELDS}
+    node = Node(
+        id=node_id,
+        memory=memory,
+        cost=cost,
+        kind=kind,
+        op=_get(raw, "op", where, str, ""),
+        of=_get(raw, "of", where, str, None),
+        flops=flops,
+        bytes_accessed=bytes_accessed,
+        extra=extra,
+    )
+    return node, inputs, []
+
+
+def _cost(raw: Mapping, where: str, devices: list[Device], flops, bytes_accessed) -> dict:
+    if "cost" not in raw:
+        roofline = _roofline(devices, flops, bytes_accessed)
+        if roofline:
+            return roofline
+        raise _fail("missing field 'cost'", where,
+                    "give milliseconds per device, or 'flops' and devices with 'peak_flops'")
+    cost = _object(raw["cost"], f"{where}, field 'cost'")
+    names = {d.name for d in devices}
+    result = {}
+    for device, ms in cost.items():
+        if device not in names:
+            raise _fail(f"unknown device {device!r}", f"{where}, field 'cost'",
+                        f"devices are: {', '.join(sorted(names))}")
+        result[device] = _number(ms, f"{where}, cost '{device}'", "costs are milliseconds >= 0")
+    return result
+
+
+def _roofline(devices: list[Device], flops, bytes_accessed) -> dict[str, float]:
+    """Fill costs from FLOPs and bytes: time = max(compute time, memory time), in ms."""
+    result = {}
+    if flops is None:
+        return result
+    for device in devices:
+        if device.peak_flops:
+            seconds = flops / device.peak_flops
+            if bytes_accessed and device.mem_bandwidth:
+                seconds = max(seconds, bytes_accessed / device.mem_bandwidth)
+            result[device.name] = 1000.0 * seconds
+    return result
+
+
+def _edge(raw: Any, i: int) -> Edge:
+    where = f"edges[{i}]"
+    if isinstance(raw, list):
+        if len(raw) != 2 or not all(isinstance(x, str) for x in raw):
+            raise _fail("a short edge must be [\"from\", \"to\"]", where, "write two node ids")
+        return Edge(raw[0], raw[1])
+    raw = _object(raw, where)
+    source = _get(raw, "from", where, str)
+    target = _get(raw, "to", where, str)
+    overrides = _object(raw.get("transfer_ms", {}), f"edge {source} -> {target}, 'transfer_ms'")
+    checked = {
+        key: _number(ms, f"edge {source} -> {target}, '{key}'", "milliseconds >= 0")
+        for key, ms in overrides.items()
+    }
+    return Edge(source, target, checked)
+
+
+def graph_to_dict(graph: Graph) -> dict[str, Any]:
+    """The graph as a document that :func:`graph_from_dict` reads back to an equal graph."""
+    nodes = []
+    for i, node in enumerate(graph.nodes):
+        entry: dict[str, Any] = {"id": node.id}
+        if node.op:
+            entry["op"] = node.op
+        entry["kind"] = node.kind
+        if node.of:
+            entry["of"] = node.of
+        entry["memory"] = node.memory
+        entry["cost"] = dict(node.cost)
+        inputs = [graph.nodes[j].id for j in graph.inputs[i]]
+        if inputs:
+            entry["inputs"] = inputs
+        for key in ("flops", "bytes_accessed"):
+            if getattr(node, key) is not None:
+                entry[key] = getattr(node, key)
+        entry.update(node.extra)
+        nodes.append(entry)
+    doc: dict[str, Any] = {
+        "format": GRAPH_FORMAT,
+        "version": 1,
+        "name": graph.name,
+        "devices": [_device_to_dict(d) for d in graph.devices],
+        "links": [
+            {"from": lk.source, "to": lk.target, "bandwidth": lk.bandwidth,
+             "latency_ms": lk.latency_ms}
+            for lk in graph.links
+        ],
+        "nodes": nodes,
+    }
+    overrides = [
+        {"from": e.source, "to": e.target, "transfer_ms": dict(e.transfer_ms)}
+        for e in graph.edges
+        if e.transfer_ms
+    ]
+    if overrides:
+        doc["edges"] = overrides
+    if graph.meta:
+        doc["meta"] = dict(graph.meta)
+    return doc
+
+
+def _device_to_dict(device: Device) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": device.name, "kind": device.kind, "memory": device.memory}
+    if device.fixed_memory:
+        entry["fixed_memory"] = device.fixed_memory
+    for key in ("peak_flops", "mem_bandwidth"):
+        if getattr(device, key) is not None:
+            entry[key] = getattr(device, key)
+    return entry
+
+
+# ----- files -------------------------------------------------------------------------------------
+def read_json(path: str | os.PathLike, error: type[GraphFormatError] = GraphFormatError) -> Any:
+    """Parse a JSON file, turning I/O and syntax errors into a format error naming the place."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise error("not a UTF-8 text file", path=str(path), fix="save it as UTF-8 JSON") from None
+    except OSError as exc:
+        raise error(exc.strerror or str(exc), path=str(path), fix="check the path") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(
+            exc.msg, path=str(path), where=f"line {exc.lineno}, column {exc.colno}",
+            fix="fix the JSON syntax there",
+        ) from None
+
+
+def load_graph(path: str | os.PathLike) -> Graph:
+    """Read a ``*.graph.json`` file.
+
+    Raises
+    ------
+    GraphFormatError
+        On unreadable files, JSON syntax errors and any invalid field.
+    """
+    return graph_from_dict(read_json(path), path)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so that a crash or a
+    full disk never leaves a half-written file behind."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_graph(graph: Graph, path: str | os.PathLike) -> None:
+    """Write ``graph`` to ``path`` atomically."""
+    atomic_write_text(path, json.dumps(graph_to_dict(graph), indent=1) + "\n")
+
+
+# ----- schedules ---------------------------------------------------------------------------------
+def schedule_from_dict(doc: Any, graph: Graph, path: str | os.PathLike | None = None) -> Schedule:
+    """Build a :class:`Schedule` for ``graph`` from a parsed schedule document.
+
+    Only names are checked here (known nodes and devices, well-formed fields); whether the
+    schedule obeys the execution rules is the simulator's job.
+    """
+    try:
+        return _schedule_from_dict(doc, graph)
+    except GraphFormatError as exc:
+        err = ScheduleFormatError(exc.what, where=exc.where, fix=exc.fix)
+        raise err.with_path(str(path)) if path is not None else err from None
+
+
+def _schedule_from_dict(doc: Any, graph: Graph) -> Schedule:
+    doc = _object(doc, "top level")
+    if doc.get("format") != SCHEDULE_FORMAT:
+        raise _fail(f"'format' is {doc.get('format')!r}", "top level",
+                    f"a schedule file says \"{SCHEDULE_FORMAT}\"")
+    budgets = {}
+    for name, value in _object(doc.get("budgets", {}), "field 'budgets'").items():
+        _known_device(graph, name, "field 'budgets'")
+        budgets[name] = _size(value, f"budgets, device '{name}'")
+    stages = tuple(
+        _stage(raw, t, graph) for t, raw in enumerate(_get(doc, "stages", "top level", list))
+    )
+    solver = _solver_info(doc["solver"]) if "solver" in doc else None
+    return Schedule(_get(doc, "graph", "top level", str, graph.name), budgets, stages, solver)
+
+
+def _known_device(graph: Graph, name: Any, where: str) -> str:
+    if name not in graph.device_index:
+        raise _fail(f"unknown device {name!r}", where,
+                    f"devices are: {', '.join(graph.device_index)}")
+    return name
+
+
+def _known_node(graph: Graph, node: Any, where: str) -> str:
+    if node not in graph.index:
+        raise _fail(f"unknown node {node!r}", where, "use a node id of the graph")
+    return node
+
+
+def _stage(raw: Any, t: int, graph: Graph) -> Stage:
+    where = f"stage {t}"
+    raw = _object(raw, where)
+    ops = []
+    for j, op in enumerate(_get(raw, "ops", where, list)):
+        op = _object(op, f"{where}, ops[{j}]")
+        node = _known_node(graph, _get(op, "node", f"{where}, ops[{j}]", str), f"{where}")
+        device = _known_device(graph, _get(op, "device", f"{where}, ops[{j}]", str), where)
+        inputs = _object(op.get("inputs", {}), f"{where}, node '{node}', 'inputs'")
+        for source, src_device in inputs.items():
+            _known_node(graph, source, f"{where}, node '{node}', 'inputs'")
+            _known_device(graph, src_device, f"{where}, node '{node}', input '{source}'")
+        ops.append(Operation(node, device, dict(inputs)))
+    keep = {}
+    for device, ids in _object(raw.get("keep", {}), f"{where}, 'keep'").items():
+        _known_device(graph, device, f"{where}, 'keep'")
+        if not isinstance(ids, list):
+            raise _fail("keep lists must be lists of node ids", f"{where}, keep '{device}'")
+        keep[device] = frozenset(_known_node(graph, x, f"{where}, keep '{device}'") for x in ids)
+    return Stage(tuple(ops), keep)
+
+
+def _solver_info(raw: Any) -> SolverInfo:
+    raw = _object(raw, "field 'solver'")
+    try:
+        status = SolveStatus(raw.get("status", "optimal"))
+    except ValueError:
+        names = ", ".join(s.value for s in SolveStatus)
+        raise _fail(f"unknown status {raw.get('status')!r}", "field 'solver'", f"use {names}")
+
+    def num(key: str) -> float | None:
+        value = raw.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    return SolverInfo(
+        method=str(raw.get("method", "")),
+        backend=str(raw.get("backend", "")),
+        status=status,
+        objective=num("objective"),
+        bound=num("bound"),
+        gap=num("gap"),
+        seconds=num("seconds") or 0.0,
+        variables=int(num("variables") or 0),
+        constraints=int(num("constraints") or 0),
+    )
+
+
+def schedule_to_dict(schedule: Schedule, summary: Mapping[str, Any] | None = None) -> dict:
+    """The schedule as a document; ``summary`` (derived numbers) is written but never read."""
+    stages = []
+    devices = sorted({op.device for _, op in schedule.operations} | set(schedule.budgets))
+    for stage in schedule.stages:
+        ops = []
+        for op in stage.ops:
+            entry: dict[str, Any] = {"node": op.node, "device": op.device}
+            remote = {k: v for k, v in op.inputs.items() if v != op.device}
+            if remote:
+                entry["inputs"] = remote
+            ops.append(entry)
+        keep_devices = sorted(set(devices) | set(stage.keep))
+        keep = {d: sorted(stage.kept_on(d)) for d in keep_devices}
+        stages.append({"ops": ops, "keep": keep})
+    doc: dict[str, Any] = {
+        "format": SCHEDULE_FORMAT,
+        "version": 1,
+        "graph": schedule.graph,
+        "budgets": dict(schedule.budgets),
+    }
+    if schedule.solver is not None:
+        doc["solver"] = _solver_to_dict(schedule.solver)
+    doc["stages"] = stages
+    if summary is not None:
+        doc["summary"] = dict(summary)
+    return doc
+
+
+def _solver_to_dict(info: SolverInfo) -> dict[str, Any]:
+    return {
+        "method": info.method,
+        "backend": info.backend,
+        "status": info.status.value,
+        "objective": info.objective,
+        "bound": info.bound,
+        "gap": info.gap,
+        "seconds": round(info.seconds, 3),
+        "variables": info.variables,
+        "constraints": info.constraints,
+    }
+
+
+def load_schedule(path: str | os.PathLike, graph: Graph) -> Schedule:
+    """Read a ``*.schedule.json`` file for ``graph``."""
+    return schedule_from_dict(read_json(path, ScheduleFormatError), graph, path)
+
+
+def save_schedule(
+    schedule: Schedule, path: str | os.PathLike, summary: Mapping[str, Any] | None = None
+) -> None:
+    """Write ``schedule`` to ``path`` atomically."""
+    atomic_write_text(path, json.dumps(schedule_to_dict(schedule, summary), indent=1) + "\n")

@@ -1,0 +1,435 @@
+"""The graph document: devices, links, operator nodes and edges, plus the arrays a solver needs.
+
+Nodes are kept in the *schedule order* of spec/model.md section 1: a topological order that
+numbers stages. :func:`make_graph` puts any node list into that order; the :class:`Graph`
+constructor checks every structural rule and raises :class:`GraphFormatError` naming the place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from solver.errors import GraphFormatError
+
+__all__ = [
+    "NODE_KINDS",
+    "Device",
+    "Link",
+    "Node",
+    "Edge",
+    "Graph",
+    "make_graph",
+    "topological_order",
+]
+
+NODE_KINDS = ("forward", "loss", "backward", "other")
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device with its memory; ``fixed_memory`` (weights, optimizer state) is always in use."""
+
+    name: str
+    kind: str = "cpu"
+    memory: int = 0
+    fixed_memory: int = 0
+    peak_flops: float | None = None
+    mem_bandwidth: float | None = None
+
+    @property
+    def budget(self) -> int:
+        """Bytes available to activations: the memory less the fixed memory."""
+        return max(self.memory - self.fixed_memory, 0)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A one-way connection between two devices; transfer time = latency + bytes / bandwidth."""
+
+    source: str
+    target: str
+    bandwidth: float
+    latency_ms: float = 0.0
+
+    def transfer_ms(self, num_bytes: int) -> float:
+        """Milliseconds to move ``num_bytes`` over this link."""
+        return self.latency_ms + 1000.0 * num_bytes / self.bandwidth
+
+
+@dataclass(frozen=True)
+class Node:
+    """An operator: the bytes of its output and its compute time (ms) per device name.
+
+    A device missing from ``cost`` cannot run the node.
+    """
+
+    id: str
+    memory: int
+    cost: Mapping[str, float]
+    kind: str = "other"
+    op: str = ""
+    of: str | None = None
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``target`` consumes the output of ``source``; ``transfer_ms`` overrides the link model.
+
+    ``transfer_ms`` is keyed by ``"src->dst"`` device-name pairs, as in the file format.
+    """
+
+    source: str
+    target: str
+    transfer_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A validated operator graph in schedule order.
+
+    Construct it with :func:`make_graph` (which sorts nodes topologically) or directly with
+    nodes already in a topological order. ``notes`` holds what the loader wants the user to know
+    (a reordering, an ignored field), never errors.
+    """
+
+    name: str
+    devices: tuple[Device, ...]
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...] = ()
+    links: tuple[Link, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_devices(self.devices, self.links)
+        _check_nodes(self.nodes, {d.name for d in self.devices})
+        _check_edges(self.nodes, self.edges, {d.name for d in self.devices})
+        order = {node.id: i for i, node in enumerate(self.nodes)}
+        for edge in self.edges:
+            if order[edge.source] >= order[edge.target]:
+                raise GraphFormatError(
+                    f"'{edge.target}' comes before its input '{edge.source}' in the node order",
+                    where=f"edge {edge.source} -> {edge.target}",
+                    fix="list nodes in a topological order, or load through make_graph",
+                )
+
+    # ----- sizes and lookups --------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of nodes (and of stages)."""
+        return len(self.nodes)
+
+    @property
+    def num_devices(self) -> int:
+        """Number of devices."""
+        return len(self.devices)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Node id -> position in the schedule order."""
+        return {node.id: i for i, node in enumerate(self.nodes)}
+
+    @cached_property
+    def device_index(self) -> dict[str, int]:
+        """Device name -> position."""
+        return {d.name: i for i, d in enumerate(self.devices)}
+
+    def device(self, name: str) -> Device:
+        """The device called ``name``."""
+        return self.devices[self.device_index[name]]
+
+    def node(self, node_id: str) -> Node:
+        """The node called ``node_id``."""
+        return self.nodes[self.index[node_id]]
+
+    # ----- arrays for solvers and the simulator --------------------------------------------
+    @cached_property
+    def edge_pairs(self) -> tuple[tuple[int, int], ...]:
+        """Edges as ``(i, k)`` index pairs, sorted; position = edge number ``e``."""
+        return tuple(sorted((self.index[e.source], self.index[e.target]) for e in self.edges))
+
+    @cached_property
+    def edge_number(self) -> dict[tuple[int, int], int]:
+        """``(i, k)`` -> edge number."""
+        return {pair: e for e, pair in enumerate(self.edge_pairs)}
+
+    @cached_property
+    def inputs(self) -> tuple[tuple[int, ...], ...]:
+        """For each node, the indices of its inputs, ascending."""
+        result: list[list[int]] = [[] for _ in self.nodes]
+        for i, k in self.edge_pairs:
+            result[k].append(i)
+        return tuple(tuple(r) for r in result)
+
+    @cached_property
+    def users(self) -> tuple[tuple[int, ...], ...]:
+        """For each node, the indices of the nodes that consume its output, ascending."""
+        result: list[list[int]] = [[] for _ in self.nodes]
+        for i, k in self.edge_pairs:
+            result[i].append(k)
+        return tuple(tuple(r) for r in result)
+
+    @cached_property
+    def memory(self) -> np.ndarray:
+        """Output bytes ``M_i`` per node (int64)."""
+        return np.array([node.memory for node in self.nodes], dtype=np.int64)
+
+    @cached_property
+    def cost(self) -> np.ndarray:
+        """Compute time ``C[d][i]`` in ms, shape (D, n); NaN where ``d`` cannot run ``i``."""
+        table = np.full((self.num_devices, self.n), np.nan)
+        for i, node in enumerate(self.nodes):
+            for name, ms in node.cost.items():
+                table[self.device_index[name], i] = ms
+        return table
+
+    @cached_property
+    def budgets(self) -> np.ndarray:
+        """Activation budget ``B_d`` in bytes per device (memory less fixed memory)."""
+        return np.array([d.budget for d in self.devices], dtype=np.int64)
+
+    @cached_property
+    def transfer(self) -> np.ndarray:
+        """``CC[e][d'][d]`` in ms, shape (E, D, D); inf where no link or override allows it."""
+        table = np.full((len(self.edge_pairs), self.num_devices, self.num_devices), np.inf)
+        links = {(link.source, link.target): link for link in self.links}
+        overrides = {(e.source, e.target): e.transfer_ms for e in self.edges}
+        for e, (i, k) in enumerate(self.edge_pairs):
+            table[e] = self._transfer_row(i, k, links, overrides)
+        return table
+
+    def _transfer_row(self, i: int, k: int, links: dict, overrides: dict) -> np.ndarray:
+        row = np.full((self.num_devices, self.num_devices), np.inf)
+        override = overrides.get((self.nodes[i].id, self.nodes[k].id), {})
+        for a, src in enumerate(self.devices):
+            for b, dst in enumerate(self.devices):
+                key = f"{src.name}->{dst.name}"
+                if a == b:
+                    row[a, b] = 0.0
+                elif key in override:
+                    row[a, b] = float(override[key])
+                elif (src.name, dst.name) in links:
+                    row[a, b] = links[src.name, dst.name].transfer_ms(int(self.memory[i]))
+        return row
+
+    def transfer_ms(self, source: str, target: str, src_device: str, dst_device: str) -> float:
+        """Transfer time of edge ``source -> target`` between two devices (inf: not allowed)."""
+        e = self.edge_number[self.index[source], self.index[target]]
+        d_src, d_dst = self.device_index[src_device], self.device_index[dst_device]
+        return float(self.transfer[e, d_src, d_dst])
+
+    # ----- derived graphs ---------------------------------------------------------------------
+    def with_budgets(self, budgets: Mapping[str, int]) -> Graph:
+        """Return a copy whose devices have the given memory (bytes) by name."""
+        unknown = sorted(set(budgets) - set(self.device_index))
+        if unknown:
+            names = ", ".join(self.device_index)
+            raise GraphFormatError(
+                f"unknown device {unknown[0]!r}", where="budgets", fix=f"devices are: {names}"
+            )
+        devices = tuple(
+            replace(d, memory=int(budgets[d.name])) if d.name in budgets else d
+            for d in self.devices
+        )
+        return replace(self, devices=devices)
+
+    def with_devices(self, names: Iterable[str]) -> Graph:
+        """Return the same graph restricted to some devices (e.g. one, for Checkmate's model)."""
+        keep = [self.device(name) for name in names]
+        kept = {d.name for d in keep}
+        nodes = tuple(
+            replace(n, cost={k: v for k, v in n.cost.items() if k in kept}) for n in self.nodes
+        )
+        links = tuple(lk for lk in self.links if lk.source in kept and lk.target in kept)
+        edges = tuple(
+            replace(
+                e,
+                transfer_ms={
+                    key: ms
+                    for key, ms in e.transfer_ms.items()
+                    if set(key.split("->")) <= kept
+                },
+            )
+            for e in self.edges
+        )
+        return replace(self, devices=tuple(keep), nodes=nodes, links=links, edges=edges)
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The DAG as a networkx graph over node ids (for layout and graph algorithms)."""
+        dag = nx.DiGraph()
+        dag.add_nodes_from(node.id for node in self.nodes)
+        dag.add_edges_from((e.source, e.target) for e in self.edges)
+        return dag
+
+
+def topological_order(nodes: Iterable[Node], edges: Iterable[Edge]) -> list[Node]:
+    """Return ``nodes`` in a deterministic topological order that keeps the given order if valid.
+
+    Among nodes that are ready at the same time, the one listed first comes first, so a list
+    that is already topological is returned unchanged.
+
+    Raises
+    ------
+    GraphFormatError
+        If the edges form a cycle; the message names the cycle.
+    """
+    nodes = list(nodes)
+    position = {node.id: i for i, node in enumerate(nodes)}
+    dag = nx.DiGraph()
+    dag.add_nodes_from(position)
+    dag.add_edges_from((e.source, e.target) for e in edges)
+    try:
+        ordered = list(nx.lexicographical_topological_sort(dag, key=position.__getitem__))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(dag)
+        path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+        raise GraphFormatError(
+            f"the edges form a cycle: {path}",
+            where="edges",
+            fix="a schedule needs a DAG; remove one edge of the cycle",
+        ) from None
+    return [nodes[position[node_id]] for node_id in ordered]
+
+
+def make_graph(
+    name: str,
+    devices: Iterable[Device],
+    nodes: Iterable[Node],
+    edges: Iterable[Edge] = (),
+    links: Iterable[Link] = (),
+    meta: Mapping[str, Any] | None = None,
+    notes: Iterable[str] = (),
+) -> Graph:
+    """Build a :class:`Graph`, putting the nodes into schedule order first.
+
+    Duplicate edges are merged (the union of their overrides). A note says when the order had
+    to change.
+
+    Examples
+    --------
+    >>> g = make_graph("ab", [Device("cpu", memory=10)],
+    ...                [Node("b", 1, {"cpu": 1.0}), Node("a", 1, {"cpu": 1.0})], [Edge("a", "b")])
+    >>> [node.id for node in g.nodes], g.notes
+    (['a', 'b'], ('nodes reordered into a topological order: a, b',))
+    """
+    nodes, devices, notes = list(nodes), tuple(devices), list(notes)
+    _check_nodes(nodes, {d.name for d in devices})
+    edges = _merge_edges(edges)
+    _check_edges(nodes, edges, {d.name for d in devices})
+    ordered = topological_order(nodes, edges)
+    if [n.id for n in ordered] != [n.id for n in nodes]:
+        shown = ", ".join(n.id for n in ordered[:8]) + (", ..." if len(ordered) > 8 else "")
+        notes.append(f"nodes reordered into a topological order: {shown}")
+    return Graph(
+        name=name,
+        devices=devices,
+        nodes=tuple(ordered),
+        edges=tuple(edges),
+        links=tuple(links),
+        meta=dict(meta or {}),
+        notes=tuple(notes),
+    )
+
+
+# ----- checks ---------------------------------------------------------------------------------
+def _merge_edges(edges: Iterable[Edge]) -> list[Edge]:
+    merged: dict[tuple[str, str], Edge] = {}
+    for edge in edges:
+        key = (edge.source, edge.target)
+        if key in merged:
+            both = {**merged[key].transfer_ms, **edge.transfer_ms}
+            merged[key] = replace(merged[key], transfer_ms=both)
+        else:
+            merged[key] = edge
+    return list(merged.values())
+
+
+def _check_devices(devices: tuple[Device, ...], links: tuple[Link, ...]) -> None:
+    if not devices:
+        raise GraphFormatError("no devices", where="devices", fix="add at least one device")
+    seen: set[str] = set()
+    for device in devices:
+        where = f"device '{device.name}'"
+        if not device.name:
+            raise GraphFormatError("empty device name", where="devices", fix="name every device")
+        if device.name in seen:
+            raise GraphFormatError("duplicate device name", where=where, fix="rename one")
+        if "->" in device.name:
+            raise GraphFormatError("'->' in a device name", where=where, fix="rename it")
+        seen.add(device.name)
+        for label, value in (("memory", device.memory), ("fixed_memory", device.fixed_memory)):
+            if value < 0:
+                raise GraphFormatError(f"{value} is negative", where=f"{where}, field '{label}'",
+                                       fix="sizes must be >= 0")
+    for link in links:
+        where = f"link {link.source} -> {link.target}"
+        for name in (link.source, link.target):
+            if name not in seen:
+                raise GraphFormatError(f"unknown device {name!r}", where=where,
+                                       fix=f"devices are: {', '.join(sorted(seen))}")
+        if link.source == link.target:
+            raise GraphFormatError("a link from a device to itself", where=where,
+                                   fix="links join two different devices")
+        if not (link.bandwidth > 0 and math.isfinite(link.bandwidth)):
+            raise GraphFormatError(f"bandwidth {link.bandwidth} is not positive", where=where,
+                                   fix="give bytes per second, e.g. '12 GB/s'")
+        if not (link.latency_ms >= 0 and math.isfinite(link.latency_ms)):
+            raise GraphFormatError(f"latency {link.latency_ms} is negative", where=where,
+                                   fix="latency_ms must be >= 0")
+
+
+def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
+    seen: set[str] = set()
+    for node in nodes:
+        where = f"node '{node.id}'"
+        if not node.id:
+            raise GraphFormatError("empty node id", where="nodes", fix="give every node an id")
+        if node.id in seen:
+            raise GraphFormatError("duplicate node id", where=where, fix="node ids must be unique")
+        seen.add(node.id)
+        if node.memory < 0:
+            raise GraphFormatError(f"{node.memory} is negative", where=f"{where}, field 'memory'",
+                                   fix="sizes must be >= 0")
+        if node.kind not in NODE_KINDS:
+            raise GraphFormatError(f"unknown kind {node.kind!r}", where=f"{where}, field 'kind'",
+                                   fix=f"use one of {', '.join(NODE_KINDS)}")
+        for device, ms in node.cost.items():
+            if device not in device_names:
+                raise GraphFormatError(f"unknown device {device!r}", where=f"{where}, field 'cost'",
+                                       fix=f"devices are: {', '.join(sorted(device_names))}")
+            if not (isinstance(ms, int | float) and math.isfinite(ms) and ms >= 0):
+                raise GraphFormatError(f"{ms!r} is not a cost", where=f"{where}, cost '{device}'",
+                                       fix="costs are milliseconds >= 0")
+        if not node.cost:
+            raise GraphFormatError("no device can run it", where=f"{where}, field 'cost'",
+                                   fix="give a cost (ms) for at least one device")
+
+
+def _check_edges(nodes: Iterable[Node], edges: Iterable[Edge], device_names: set[str]) -> None:
+    ids = {node.id for node in nodes}
+    for edge in edges:
+        where = f"edge {edge.source} -> {edge.target}"
+        for end in (edge.source, edge.target):
+            if end not in ids:
+                raise GraphFormatError(f"unknown node {end!r}", where=where,
+                                       fix="edges must join ids listed in 'nodes'")
+        if edge.source == edge.target:
+            raise GraphFormatError("a self-loop", where=where, fix="a node cannot consume itself")
+        for key, ms in edge.transfer_ms.items():
+            pair = key.split("->")
+            if len(pair) != 2 or not set(pair) <= device_names or pair[0] == pair[1]:
+                raise GraphFormatError(f"bad transfer key {key!r}", where=f"{where}, 'transfer_ms'",
+                                       fix="write 'src->dst' with two different device names")
+            if not (isinstance(ms, int | float) and math.isfinite(ms) and ms >= 0):
+                raise GraphFormatError(f"{ms!r} is not a time", where=f"{where}, '{key}'",
+                                       fix="transfer times are milliseconds >= 0")

@@ -1,0 +1,72 @@
+"""The schedule: operations per stage, where each input is read from, and what is kept.
+
+This is the answer of every method (the MIQP, the baselines, a hand-written file). It says only
+what spec/formats.md stores; times and memory are always derived by the simulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from solver.status import SolveStatus
+
+__all__ = ["Operation", "Stage", "SolverInfo", "Schedule"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """Node ``node`` computed on ``device``; ``inputs`` maps an input id to its source device.
+
+    Inputs read on the same device may be left out of ``inputs``.
+    """
+
+    node: str
+    device: str
+    inputs: Mapping[str, str] = field(default_factory=dict)
+
+    def source_of(self, input_id: str) -> str:
+        """The device input ``input_id`` is read from (the op's own device by default)."""
+        return self.inputs.get(input_id, self.device)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: its operations in execution order and, per device, the tensors kept."""
+
+    ops: tuple[Operation, ...]
+    keep: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def kept_on(self, device: str) -> frozenset[str]:
+        """Tensors kept resident on ``device`` into the next stage."""
+        return self.keep.get(device, frozenset())
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    """How a schedule was found (the ``solver`` block of the schedule file)."""
+
+    method: str
+    backend: str = ""
+    status: SolveStatus = SolveStatus.OPTIMAL
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    seconds: float = 0.0
+    variables: int = 0
+    constraints: int = 0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A complete schedule for a graph under given budgets (bytes per device name)."""
+
+    graph: str
+    budgets: Mapping[str, int]
+    stages: tuple[Stage, ...]
+    solver: SolverInfo | None = None
+
+    @property
+    def operations(self) -> list[tuple[int, Operation]]:
+        """All operations as ``(stage, operation)`` in execution order."""
+        return [(t, op) for t, stage in enumerate(self.stages) for op in stage.ops]

@@ -1,0 +1,114 @@
+"""Sizes, bandwidths and their units, as written in graph files and on the command line.
+
+``kB``/``MB``/``GB`` are powers of 1000 and ``KiB``/``MiB``/``GiB`` powers of 1024
+(spec/formats.md). Parsing is exact: a size is an integer number of bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = ["parse_size", "parse_bandwidth", "format_size", "format_ms"]
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_size(value: object) -> int:
+    """Return a size in bytes from an integer or a string with a unit.
+
+    Raises ``ValueError`` with a short reason (the caller adds the place).
+
+    Examples
+    --------
+    >>> parse_size("4 MB"), parse_size("1.5 KiB"), parse_size(12)
+    (4000000, 1536, 12)
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value} is negative; sizes must be >= 0")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(f"{value} is not a whole number of bytes")
+        return parse_size(int(value))
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a size; write bytes or a string such as '4 MiB'")
+    text = value.strip()
+    if text.startswith("-"):
+        raise ValueError(f"{value!r} is negative; sizes must be >= 0")
+    match = _NUMBER_UNIT.match(text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(
+            f"{value!r} is not a size; write bytes or a number with B, kB, MB, GB, KiB, MiB or GiB"
+        )
+    number = Fraction(match.group(1)) * _UNITS[match.group(2).lower()]
+    return int(number)  # a fraction of a byte is dropped
+
+
+def parse_bandwidth(value: object) -> float:
+    """Return a bandwidth in bytes per second from a number or a string such as ``"12 GB/s"``.
+
+    Examples
+    --------
+    >>> parse_bandwidth("12 GB/s"), parse_bandwidth(1e9)
+    (12000000000.0, 1000000000.0)
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a bandwidth")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{value} is not a positive bandwidth")
+        return float(value)
+    if not isinstance(value, str) or not value.strip().endswith("/s"):
+        raise ValueError(f"{value!r} is not a bandwidth; write bytes per second or e.g. '12 GB/s'")
+    size = parse_size(value.strip()[:-2])
+    if size <= 0:
+        raise ValueError(f"{value!r} is not a positive bandwidth")
+    return float(size)
+
+
+def format_size(num_bytes: float) -> str:
+    """Format bytes with a binary unit for display, e.g. ``2.0 GiB``.
+
+    Examples
+    --------
+    >>> format_size(1536), format_size(3 * 1024**3), format_size(12)
+    ('1.5 KiB', '3.0 GiB', '12 B')
+    """
+    value = float(num_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            break
+        value /= 1024
+    if unit == "B":
+        return f"{int(round(value))} B"
+    return f"{value:.3g} {unit}" if abs(value) >= 100 else f"{value:.1f} {unit}"
+
+
+def format_ms(ms: float) -> str:
+    """Format a duration in milliseconds for display.
+
+    Examples
+    --------
+    >>> format_ms(0.25), format_ms(12.5), format_ms(2500)
+    ('0.25 ms', '12.5 ms', '2.50 s')
+    """
+    if abs(ms) >= 1000:
+        return f"{ms / 1000:.2f} s"
+    return f"{ms:.3g} ms"
