@@ -42,9 +42,7 @@ def schedule_with_checkpoints(graph: Graph, device: str, keep: KeepRule, method:
     for t in range(graph.n):
         computed = _closure(graph, t, resident)
         available = resident | computed
-        kept = {
-            i for i in available if last_use[i] > t and keep(i, t, i in computed and i != t)
-        }
+        kept = {i for i in available if last_use[i] > t and keep(i, t, i in computed and i != t)}
         ops = tuple(Operation(graph.nodes[k].id, device) for k in sorted(computed))
         stages.append(Stage(ops, {device: frozenset(graph.nodes[i].id for i in kept)}))
         resident = kept
@@ -73,7 +71,8 @@ def checkpoint_all(graph: Graph, device: str) -> Schedule:
     >>> t.valid, t.total_ms, t.recomputations
     (True, 7.0, 0)
     """
-    return schedule_with_checkpoints(graph, device, lambda i, t, r: True, f"checkpoint-all:{device}")
+    method = f"checkpoint-all:{device}"
+    return schedule_with_checkpoints(graph, device, lambda i, t, r: True, method)
 
 
 def chen_candidates(graph: Graph) -> list[int]:

@@ -118,10 +118,13 @@ def _graph_from_dict(doc: Any) -> Graph:
     doc = _object(doc, "top level")
     fmt = doc.get("format")
     if fmt != GRAPH_FORMAT:
-        raise _fail(f"'format' is {fmt!r}", "top level", f"a graph file says \"{GRAPH_FORMAT}\"")
+        raise _fail(f"'format' is {fmt!r}", "top level", f'a graph file says "{GRAPH_FORMAT}"')
     if doc.get("version", 1) != 1:
-        raise _fail(f"version {doc.get('version')!r} is not supported", "top level",
-                    "this program reads version 1")
+        raise _fail(
+            f"version {doc.get('version')!r} is not supported",
+            "top level",
+            "this program reads version 1",
+        )
     notes = [f"unknown top-level field '{k}' ignored" for k in doc if k not in _GRAPH_FIELDS]
     devices = [_device(d, i) for i, d in enumerate(_get(doc, "devices", "top level", list))]
     links = [_link(x, i) for i, x in enumerate(_get(doc, "links", "top level", list, []))]
@@ -165,8 +168,11 @@ def _link(raw: Any, i: int) -> Link:
     try:
         bandwidth = parse_bandwidth(_get(raw, "bandwidth", where, (int, float, str)))
     except ValueError as exc:
-        raise _fail(str(exc).split("; ")[0], f"{where}, field 'bandwidth'",
-                    "give bytes per second or e.g. '12 GB/s'") from None
+        raise _fail(
+            str(exc).split("; ")[0],
+            f"{where}, field 'bandwidth'",
+            "give bytes per second or e.g. '12 GB/s'",
+        ) from None
     latency = _number(raw.get("latency_ms", 0.0), f"{where}, field 'latency_ms'", "ms >= 0")
     return Link(source, target, bandwidth, latency)
 
@@ -178,8 +184,11 @@ def _node(raw: Any, i: int, devices: list[Device]) -> tuple[Node, list[str], lis
     memory = _size(_get(raw, "memory", where, (int, float, str)), f"{where}, field 'memory'")
     kind = _get(raw, "kind", where, str, "other")
     if kind not in NODE_KINDS:
-        raise _fail(f"unknown kind {kind!r}", f"{where}, field 'kind'",
-                    f"use one of {', '.join(NODE_KINDS)}")
+        raise _fail(
+            f"unknown kind {kind!r}",
+            f"{where}, field 'kind'",
+            f"use one of {', '.join(NODE_KINDS)}",
+        )
     flops = raw.get("flops")
     bytes_accessed = raw.get("bytes_accessed")
     if flops is not None:
@@ -211,15 +220,21 @@ def _cost(raw: Mapping, where: str, devices: list[Device], flops, bytes_accessed
         roofline = _roofline(devices, flops, bytes_accessed)
         if roofline:
             return roofline
-        raise _fail("missing field 'cost'", where,
-                    "give milliseconds per device, or 'flops' and devices with 'peak_flops'")
+        raise _fail(
+            "missing field 'cost'",
+            where,
+            "give milliseconds per device, or 'flops' and devices with 'peak_flops'",
+        )
     cost = _object(raw["cost"], f"{where}, field 'cost'")
     names = {d.name for d in devices}
     result = {}
     for device, ms in cost.items():
         if device not in names:
-            raise _fail(f"unknown device {device!r}", f"{where}, field 'cost'",
-                        f"devices are: {', '.join(sorted(names))}")
+            raise _fail(
+                f"unknown device {device!r}",
+                f"{where}, field 'cost'",
+                f"devices are: {', '.join(sorted(names))}",
+            )
         result[device] = _number(ms, f"{where}, cost '{device}'", "costs are milliseconds >= 0")
     return result
 
@@ -242,7 +257,7 @@ def _edge(raw: Any, i: int) -> Edge:
     where = f"edges[{i}]"
     if isinstance(raw, list):
         if len(raw) != 2 or not all(isinstance(x, str) for x in raw):
-            raise _fail("a short edge must be [\"from\", \"to\"]", where, "write two node ids")
+            raise _fail('a short edge must be ["from", "to"]', where, "write two node ids")
         return Edge(raw[0], raw[1])
     raw = _object(raw, where)
     source = _get(raw, "from", where, str)
@@ -281,8 +296,12 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
         "name": graph.name,
         "devices": [_device_to_dict(d) for d in graph.devices],
         "links": [
-            {"from": lk.source, "to": lk.target, "bandwidth": lk.bandwidth,
-             "latency_ms": lk.latency_ms}
+            {
+                "from": lk.source,
+                "to": lk.target,
+                "bandwidth": lk.bandwidth,
+                "latency_ms": lk.latency_ms,
+            }
             for lk in graph.links
         ],
         "nodes": nodes,
@@ -322,7 +341,9 @@ def read_json(path: str | os.PathLike, error: type[GraphFormatError] = GraphForm
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(
-            exc.msg, path=str(path), where=f"line {exc.lineno}, column {exc.colno}",
+            exc.msg,
+            path=str(path),
+            where=f"line {exc.lineno}, column {exc.colno}",
             fix="fix the JSON syntax there",
         ) from None
 
@@ -344,6 +365,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.chmod(tmp, _file_mode(target))
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -352,6 +374,16 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _file_mode(target: Path) -> int:
+    """Keep an existing file's permissions; give a new one the umask's default."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def save_graph(graph: Graph, path: str | os.PathLike) -> None:
@@ -376,8 +408,11 @@ def schedule_from_dict(doc: Any, graph: Graph, path: str | os.PathLike | None = 
 def _schedule_from_dict(doc: Any, graph: Graph) -> Schedule:
     doc = _object(doc, "top level")
     if doc.get("format") != SCHEDULE_FORMAT:
-        raise _fail(f"'format' is {doc.get('format')!r}", "top level",
-                    f"a schedule file says \"{SCHEDULE_FORMAT}\"")
+        raise _fail(
+            f"'format' is {doc.get('format')!r}",
+            "top level",
+            f'a schedule file says "{SCHEDULE_FORMAT}"',
+        )
     budgets = {}
     for name, value in _object(doc.get("budgets", {}), "field 'budgets'").items():
         _known_device(graph, name, "field 'budgets'")
@@ -391,8 +426,9 @@ def _schedule_from_dict(doc: Any, graph: Graph) -> Schedule:
 
 def _known_device(graph: Graph, name: Any, where: str) -> str:
     if name not in graph.device_index:
-        raise _fail(f"unknown device {name!r}", where,
-                    f"devices are: {', '.join(graph.device_index)}")
+        raise _fail(
+            f"unknown device {name!r}", where, f"devices are: {', '.join(graph.device_index)}"
+        )
     return name
 
 
@@ -430,11 +466,15 @@ def _solver_info(raw: Any) -> SolverInfo:
         status = SolveStatus(raw.get("status", "optimal"))
     except ValueError:
         names = ", ".join(s.value for s in SolveStatus)
-        raise _fail(f"unknown status {raw.get('status')!r}", "field 'solver'", f"use {names}")
+        raise _fail(
+            f"unknown status {raw.get('status')!r}", "field 'solver'", f"use {names}"
+        ) from None
 
     def num(key: str) -> float | None:
         value = raw.get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
 
     return SolverInfo(
         method=str(raw.get("method", "")),

@@ -255,9 +255,7 @@ class Graph:
             replace(
                 e,
                 transfer_ms={
-                    key: ms
-                    for key, ms in e.transfer_ms.items()
-                    if set(key.split("->")) <= kept
+                    key: ms for key, ms in e.transfer_ms.items() if set(key.split("->")) <= kept
                 },
             )
             for e in self.edges
@@ -369,23 +367,36 @@ def _check_devices(devices: tuple[Device, ...], links: tuple[Link, ...]) -> None
         seen.add(device.name)
         for label, value in (("memory", device.memory), ("fixed_memory", device.fixed_memory)):
             if value < 0:
-                raise GraphFormatError(f"{value} is negative", where=f"{where}, field '{label}'",
-                                       fix="sizes must be >= 0")
+                raise GraphFormatError(
+                    f"{value} is negative",
+                    where=f"{where}, field '{label}'",
+                    fix="sizes must be >= 0",
+                )
     for link in links:
         where = f"link {link.source} -> {link.target}"
         for name in (link.source, link.target):
             if name not in seen:
-                raise GraphFormatError(f"unknown device {name!r}", where=where,
-                                       fix=f"devices are: {', '.join(sorted(seen))}")
+                raise GraphFormatError(
+                    f"unknown device {name!r}",
+                    where=where,
+                    fix=f"devices are: {', '.join(sorted(seen))}",
+                )
         if link.source == link.target:
-            raise GraphFormatError("a link from a device to itself", where=where,
-                                   fix="links join two different devices")
+            raise GraphFormatError(
+                "a link from a device to itself",
+                where=where,
+                fix="links join two different devices",
+            )
         if not (link.bandwidth > 0 and math.isfinite(link.bandwidth)):
-            raise GraphFormatError(f"bandwidth {link.bandwidth} is not positive", where=where,
-                                   fix="give bytes per second, e.g. '12 GB/s'")
+            raise GraphFormatError(
+                f"bandwidth {link.bandwidth} is not positive",
+                where=where,
+                fix="give bytes per second, e.g. '12 GB/s'",
+            )
         if not (link.latency_ms >= 0 and math.isfinite(link.latency_ms)):
-            raise GraphFormatError(f"latency {link.latency_ms} is negative", where=where,
-                                   fix="latency_ms must be >= 0")
+            raise GraphFormatError(
+                f"latency {link.latency_ms} is negative", where=where, fix="latency_ms must be >= 0"
+            )
 
 
 def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
@@ -398,21 +409,36 @@ def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
             raise GraphFormatError("duplicate node id", where=where, fix="node ids must be unique")
         seen.add(node.id)
         if node.memory < 0:
-            raise GraphFormatError(f"{node.memory} is negative", where=f"{where}, field 'memory'",
-                                   fix="sizes must be >= 0")
+            raise GraphFormatError(
+                f"{node.memory} is negative",
+                where=f"{where}, field 'memory'",
+                fix="sizes must be >= 0",
+            )
         if node.kind not in NODE_KINDS:
-            raise GraphFormatError(f"unknown kind {node.kind!r}", where=f"{where}, field 'kind'",
-                                   fix=f"use one of {', '.join(NODE_KINDS)}")
+            raise GraphFormatError(
+                f"unknown kind {node.kind!r}",
+                where=f"{where}, field 'kind'",
+                fix=f"use one of {', '.join(NODE_KINDS)}",
+            )
         for device, ms in node.cost.items():
             if device not in device_names:
-                raise GraphFormatError(f"unknown device {device!r}", where=f"{where}, field 'cost'",
-                                       fix=f"devices are: {', '.join(sorted(device_names))}")
+                raise GraphFormatError(
+                    f"unknown device {device!r}",
+                    where=f"{where}, field 'cost'",
+                    fix=f"devices are: {', '.join(sorted(device_names))}",
+                )
             if not (isinstance(ms, int | float) and math.isfinite(ms) and ms >= 0):
-                raise GraphFormatError(f"{ms!r} is not a cost", where=f"{where}, cost '{device}'",
-                                       fix="costs are milliseconds >= 0")
+                raise GraphFormatError(
+                    f"{ms!r} is not a cost",
+                    where=f"{where}, cost '{device}'",
+                    fix="costs are milliseconds >= 0",
+                )
         if not node.cost:
-            raise GraphFormatError("no device can run it", where=f"{where}, field 'cost'",
-                                   fix="give a cost (ms) for at least one device")
+            raise GraphFormatError(
+                "no device can run it",
+                where=f"{where}, field 'cost'",
+                fix="give a cost (ms) for at least one device",
+            )
 
 
 def _check_edges(nodes: Iterable[Node], edges: Iterable[Edge], device_names: set[str]) -> None:
@@ -421,15 +447,24 @@ def _check_edges(nodes: Iterable[Node], edges: Iterable[Edge], device_names: set
         where = f"edge {edge.source} -> {edge.target}"
         for end in (edge.source, edge.target):
             if end not in ids:
-                raise GraphFormatError(f"unknown node {end!r}", where=where,
-                                       fix="edges must join ids listed in 'nodes'")
+                raise GraphFormatError(
+                    f"unknown node {end!r}",
+                    where=where,
+                    fix="edges must join ids listed in 'nodes'",
+                )
         if edge.source == edge.target:
             raise GraphFormatError("a self-loop", where=where, fix="a node cannot consume itself")
         for key, ms in edge.transfer_ms.items():
             pair = key.split("->")
             if len(pair) != 2 or not set(pair) <= device_names or pair[0] == pair[1]:
-                raise GraphFormatError(f"bad transfer key {key!r}", where=f"{where}, 'transfer_ms'",
-                                       fix="write 'src->dst' with two different device names")
+                raise GraphFormatError(
+                    f"bad transfer key {key!r}",
+                    where=f"{where}, 'transfer_ms'",
+                    fix="write 'src->dst' with two different device names",
+                )
             if not (isinstance(ms, int | float) and math.isfinite(ms) and ms >= 0):
-                raise GraphFormatError(f"{ms!r} is not a time", where=f"{where}, '{key}'",
-                                       fix="transfer times are milliseconds >= 0")
+                raise GraphFormatError(
+                    f"{ms!r} is not a time",
+                    where=f"{where}, '{key}'",
+                    fix="transfer times are milliseconds >= 0",
+                )

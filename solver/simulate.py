@@ -49,7 +49,7 @@ class OpEvent:
 
 @dataclass(frozen=True)
 class TransferEvent:
-    """A copy of ``tensor`` from ``source`` to ``target`` for the operation computing ``consumer``."""
+    """A copy of ``tensor`` from ``source`` to ``target`` for the operation on ``consumer``."""
 
     stage: int
     tensor: str
@@ -255,7 +255,9 @@ class _Replay:
                         "keep",
                         f"keeps {g.nodes[i].id} on {device}, but it was neither resident there "
                         "at the start of the stage nor computed there during it",
-                        stage=t, node=g.nodes[i].id, device=device,
+                        stage=t,
+                        node=g.nodes[i].id,
+                        device=device,
                     )
         for device in self.live:
             if self.live[device] != keep[device]:
@@ -271,25 +273,43 @@ class _Replay:
             k, d = g.index[op.node], g.device_index[op.device]
             if k > t:
                 raise _violation(
-                    "frontier", f"computes {op.node} (node {k}), which is beyond the frontier; "
-                    f"stage {t} may only compute nodes 0..{t}", stage=t, node=op.node,
-                    device=op.device)
+                    "frontier",
+                    f"computes {op.node} (node {k}), which is beyond the frontier; "
+                    f"stage {t} may only compute nodes 0..{t}",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
             if previous is not None and (k, d) <= previous:
                 what = "twice" if (k, d) == previous else "out of order"
                 raise _violation(
-                    "order", f"runs {op.node} on {op.device} {what}; operations run once each, "
-                    "in ascending node order", stage=t, node=op.node, device=op.device)
+                    "order",
+                    f"runs {op.node} on {op.device} {what}; operations run once each, "
+                    "in ascending node order",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
             if np.isnan(g.cost[d, k]):
                 raise _violation(
-                    "device", f"runs {op.node} on {op.device}, which has no cost for it (the "
-                    "node cannot run there)", stage=t, node=op.node, device=op.device)
+                    "device",
+                    f"runs {op.node} on {op.device}, which has no cost for it (the "
+                    "node cannot run there)",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
             frontier += k == t
             previous = (k, d)
             positions.append(k)
         if frontier != 1:
             raise _violation(
-                "frontier", f"computes its frontier node {g.nodes[t].id} {frontier} times; "
-                "it must be computed exactly once, on one device", stage=t, node=g.nodes[t].id)
+                "frontier",
+                f"computes its frontier node {g.nodes[t].id} {frontier} times; "
+                "it must be computed exactly once, on one device",
+                stage=t,
+                node=g.nodes[t].id,
+            )
         return positions
 
     def _last_uses(self, t: int, stage: Stage) -> dict[tuple[str, int], int]:
@@ -298,11 +318,15 @@ class _Replay:
         last: dict[tuple[str, int], int] = {}
         for p, op in enumerate(stage.ops):
             k = g.index[op.node]
-            for source_id, device in op.inputs.items():
+            for source_id in op.inputs:
                 if g.index[source_id] not in g.inputs[k]:
                     raise _violation(
-                        "inputs", f"{op.node} reads {source_id}, which is not one of its inputs",
-                        stage=t, node=op.node, device=op.device)
+                        "inputs",
+                        f"{op.node} reads {source_id}, which is not one of its inputs",
+                        stage=t,
+                        node=op.node,
+                        device=op.device,
+                    )
             for i in g.inputs[k]:
                 last[op.source_of(g.nodes[i].id), i] = p
         return last
@@ -316,11 +340,16 @@ class _Replay:
         budget = g.device(d).budget
         if used > budget:
             raise _violation(
-                "memory", f"{op.node} on {d} needs {used} bytes in memory (resident "
+                "memory",
+                f"{op.node} on {d} needs {used} bytes in memory (resident "
                 f"{used - sum(int(g.memory[i]) for i in transient)}, output {int(g.memory[k])}, "
                 f"copied inputs {sum(int(g.memory[i]) for i, _ in copies)}) but the budget is "
-                f"{budget}", stage=t, node=op.node, device=d,
-                numbers={"used": used, "budget": budget})
+                f"{budget}",
+                stage=t,
+                node=op.node,
+                device=d,
+                numbers={"used": used, "budget": budget},
+            )
         duration = float(g.cost[g.device_index[d], k])
         self.now += duration
         self.live[d].add(k)
@@ -330,8 +359,19 @@ class _Replay:
             if last_use.get((source, i)) == p and i not in keep[source]:
                 self.live[source].discard(i)
                 freed.append((source, g.nodes[i].id))
-        self.ops.append(OpEvent(t, op.node, d, self.now - duration, self.now, k < t,
-                                g.nodes[k].kind, used, tuple(freed)))
+        self.ops.append(
+            OpEvent(
+                t,
+                op.node,
+                d,
+                self.now - duration,
+                self.now,
+                k < t,
+                g.nodes[k].kind,
+                used,
+                tuple(freed),
+            )
+        )
         for device in {d, *(s for s, _ in freed)}:
             self._record(device)
 
@@ -345,23 +385,35 @@ class _Replay:
             if i not in self.live[source]:
                 place = "here" if source == op.device else f"on {source}"
                 raise _violation(
-                    "inputs", f"{op.node} on {op.device} needs {name}, which is not resident "
-                    f"{place}; keep it from an earlier stage or recompute it first", **where)
+                    "inputs",
+                    f"{op.node} on {op.device} needs {name}, which is not resident "
+                    f"{place}; keep it from an earlier stage or recompute it first",
+                    **where,
+                )
             if source == op.device:
                 continue
             if i in self.live[op.device]:
                 raise _violation(
-                    "transfer", f"{op.node} on {op.device} copies {name} from {source}, but it "
-                    f"is already resident on {op.device}; read it locally", **where)
+                    "transfer",
+                    f"{op.node} on {op.device} copies {name} from {source}, but it "
+                    f"is already resident on {op.device}; read it locally",
+                    **where,
+                )
             e = g.edge_number[i, k]
             ms = float(g.transfer[e, g.device_index[source], g.device_index[op.device]])
             if not np.isfinite(ms):
                 raise _violation(
-                    "transfer", f"{op.node} on {op.device} copies {name} from {source}, but there "
-                    f"is no link {source} -> {op.device}; add a link to the graph", **where)
+                    "transfer",
+                    f"{op.node} on {op.device} copies {name} from {source}, but there "
+                    f"is no link {source} -> {op.device}; add a link to the graph",
+                    **where,
+                )
             copies.append((i, source))
             self._record(op.device, tuple(c for c, _ in copies))
-            self.transfers.append(TransferEvent(t, name, op.node, source, op.device, self.now,
-                                                self.now + ms, int(g.memory[i])))
+            self.transfers.append(
+                TransferEvent(
+                    t, name, op.node, source, op.device, self.now, self.now + ms, int(g.memory[i])
+                )
+            )
             self.now += ms
         return copies

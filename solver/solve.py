@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-
 from solver.backends import BackendOptions, run_backend
 from solver.baselines import checkpoint_all, chen_greedy
 from solver.bounds import explain_infeasible, no_remat_peak
@@ -132,8 +131,11 @@ def _without_schedule(graph: Graph, result: SolveResult) -> SolveResult:
         )
         return replace(result, message=message)
     if result.status is SolveStatus.TIME_LIMIT:
-        return replace(result, message="the time limit ran out before any schedule was found; "
-                                       "raise the time limit or the budgets")
+        return replace(
+            result,
+            message="the time limit ran out before any schedule was found; "
+            "raise the time limit or the budgets",
+        )
     return result
 
 
@@ -142,13 +144,19 @@ def _replayed(graph: Graph, model: Model, result: SolveResult) -> SolveResult:
     schedule = read_schedule(model, result)
     timeline = simulate(graph, schedule)
     if not timeline.valid:
-        return replace(result, status=SolveStatus.ERROR,
-                       message=f"the solver's schedule does not replay: {timeline.violation}")
+        return replace(
+            result,
+            status=SolveStatus.ERROR,
+            message=f"the solver's schedule does not replay: {timeline.violation}",
+        )
     claimed = result.objective if result.objective is not None else float("inf")
     if timeline.total_ms > claimed + 1e-6 * max(1.0, abs(claimed)):
-        return replace(result, status=SolveStatus.ERROR,
-                       message=f"the replay costs {timeline.total_ms:.6g} ms but the solver "
-                               f"claimed {claimed:.6g} ms")
+        return replace(
+            result,
+            status=SolveStatus.ERROR,
+            message=f"the replay costs {timeline.total_ms:.6g} ms but the solver "
+            f"claimed {claimed:.6g} ms",
+        )
     return replace(result, schedule=schedule, timeline=timeline)
 
 
@@ -178,9 +186,15 @@ def read_schedule(model: Model, result: SolveResult) -> Schedule:
         }
         stages.append(Stage(tuple(ops), keep))
     info = SolverInfo(
-        method=result.method, backend=result.backend, status=result.status,
-        objective=result.objective, bound=result.bound, gap=result.gap, seconds=result.seconds,
-        variables=result.variables, constraints=result.constraints,
+        method=result.method,
+        backend=result.backend,
+        status=result.status,
+        objective=result.objective,
+        bound=result.bound,
+        gap=result.gap,
+        seconds=result.seconds,
+        variables=result.variables,
+        constraints=result.constraints,
     )
     budgets = {d.name: d.memory for d in g.devices}
     return Schedule(g.name, budgets, tuple(stages), info)
@@ -249,5 +263,3 @@ def schedule_to_values(graph: Graph, schedule: Schedule, timeline: Timeline) -> 
         for device, tensor in event.freed:
             F[dev[device], event.stage, graph.edge_number[graph.index[tensor], k]] = 1.0
     return {"R": R, "S": S, "Z": Z, "F": F, "X": X}
-
-

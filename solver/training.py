@@ -66,8 +66,9 @@ def build_training_graph(
     sinks = [node for i, node in enumerate(forward.nodes) if not forward.users[i]]
     loss = loss or Node(LOSS_ID, sinks[-1].memory, dict(sinks[-1].cost), kind="loss", op="loss")
     forward_nodes = [replace(node, kind="forward") for node in forward.nodes]
-    backward_nodes = [_backward_node(n, memory, costs, backward_cost_factor)
-                      for n in reversed(forward.nodes)]
+    backward_nodes = [
+        _backward_node(n, memory, costs, backward_cost_factor) for n in reversed(forward.nodes)
+    ]
     edges = [Edge(e.source, e.target, dict(e.transfer_ms)) for e in forward.edges]
     edges += [Edge(node.id, loss.id) for node in sinks]
     edges += [Edge(loss.id, backward_id(node.id)) for node in sinks]

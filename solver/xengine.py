@@ -47,7 +47,7 @@ def scale_memory(graph: Graph) -> ScaledMemory:
     (1.0, [1, 1, 1, 1, 1], [4])
     """
     sizes = [int(m) for m in graph.memory]
-    cap = 2 * sum(sizes) + 1
+    cap = max(2 * sum(sizes), 1)
     budgets = [min(int(b), cap) for b in graph.budgets]
     divisor = 0
     for value in sizes + budgets:
@@ -62,8 +62,9 @@ def scale_memory(graph: Graph) -> ScaledMemory:
     else:
         scaled_sizes = [m // divisor for m in sizes]
         scaled_budgets = [b // divisor for b in budgets]
-    return ScaledMemory(unit, np.array(scaled_sizes, dtype=np.int64),
-                        np.array(scaled_budgets, dtype=np.int64))
+    return ScaledMemory(
+        unit, np.array(scaled_sizes, dtype=np.int64), np.array(scaled_budgets, dtype=np.int64)
+    )
 
 
 @dataclass
@@ -138,11 +139,11 @@ def add_variables(model: Model) -> None:
                 if i < t:
                     model.S[d, t, i] = prob.add_variable(f"S_{d}_{t}_{i}", 0, 1, binary)
                 model.Z[d, t, i] = prob.add_variable(f"Z_{d}_{t}_{i}", 0, 1, binary)
-            for e, (i, k) in enumerate(g.edge_pairs):
+            for e, (_, k) in enumerate(g.edge_pairs):
                 if k <= t:
                     model.F[d, t, e] = prob.add_variable(f"F_{d}_{t}_{e}", 0, 1, binary)
     for t in range(g.n):
-        for e, (i, k) in enumerate(g.edge_pairs):
+        for e, (_, k) in enumerate(g.edge_pairs):
             if k > t:
                 continue
             for src in range(g.num_devices):
@@ -218,7 +219,8 @@ def add_freeing_constraints(model: Model) -> None:
 
 def add_memory_constraints(model: Model) -> None:
     """``P[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] <= B_d`` with
-    ``P[d,t,k] = sum_i M_i S[d,t,i] + sum_{j<=k} M_j R[d,t,j] - sum_{j<k} sum_{(i,j)} M_i F[d,t,(i,j)]``
+    ``P[d,t,k] = sum_i M_i S[d,t,i] + sum_{j<=k} M_j R[d,t,j]
+    - sum_{j<k} sum_{(i,j)} M_i F[d,t,(i,j)]``
     (memory counted per device, never pooled)."""
     g, prob = model.graph, model.prob
     size, budget = model.memory.sizes, model.memory.budgets
