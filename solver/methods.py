@@ -80,6 +80,14 @@ def solve(
 
 
 def _single_device(graph, name, device, options, on_progress, cancel) -> SolveResult:
+    unable = [node.id for node in graph.nodes if device not in node.cost]
+    if unable:
+        shown = ", ".join(unable[:5]) + (" ..." if len(unable) > 5 else "")
+        return SolveResult(
+            f"{name}:{device}",
+            SolveStatus.INFEASIBLE,
+            message=f"{device} cannot run {shown} (no cost given there)",
+        )
     if name == "checkmate":
         alone = graph.with_devices([device])
         result = solve_xengine(alone, options, on_progress, cancel, method=f"checkmate:{device}")

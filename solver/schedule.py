@@ -37,6 +37,11 @@ class Stage:
     ops: tuple[Operation, ...]
     keep: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # An empty keep list and a missing one mean the same; equal stages compare equal.
+        keep = {device: frozenset(ids) for device, ids in self.keep.items() if ids}
+        object.__setattr__(self, "keep", keep)
+
     def kept_on(self, device: str) -> frozenset[str]:
         """Tensors kept resident on ``device`` into the next stage."""
         return self.keep.get(device, frozenset())

@@ -92,13 +92,15 @@ def solve_xengine(
     started = time.perf_counter()
     model = build_model(graph)
     build_seconds = time.perf_counter() - started
-    warm = _warm_start(graph, model) if options.warm_start else False
+    start = _best_baseline(graph) if options.warm_start else None
+    if start is not None:
+        _set_start_values(graph, model, start)
     backend_options = BackendOptions(
         backend=options.backend,
         time_limit_s=options.time_limit_s,
         gap_rel=options.gap_rel,
         threads=options.threads,
-        warm_start=warm,
+        warm_start=start is not None,
     )
     outcome = run_backend(model.prob, backend_options, on_progress, cancel)
     base = SolveResult(
@@ -116,8 +118,38 @@ def solve_xengine(
         log_tail=outcome.log_tail,
     )
     if not outcome.has_solution:
+        if start is not None and outcome.status in (SolveStatus.CANCELLED, SolveStatus.TIME_LIMIT):
+            return _fallback_to_start(base, start)
         return _without_schedule(graph, base)
     return _replayed(graph, model, base)
+
+
+def _fallback_to_start(result: SolveResult, start: tuple[Schedule, Timeline]) -> SolveResult:
+    """The solver stopped before it wrote an incumbent: the warm start is still a valid one."""
+    schedule, timeline = start
+    status = (
+        SolveStatus.CANCELLED if result.status is SolveStatus.CANCELLED else SolveStatus.FEASIBLE
+    )
+    info = (
+        replace(
+            schedule.solver,
+            status=status,
+            objective=timeline.total_ms,
+            bound=result.bound,
+            backend=result.backend,
+        )
+        if schedule.solver
+        else None
+    )
+    return replace(
+        result,
+        status=status,
+        schedule=replace(schedule, solver=info),
+        timeline=timeline,
+        objective=timeline.total_ms,
+        message=f"stopped before the solver wrote an incumbent; this is the warm start "
+        f"({schedule.solver.method if schedule.solver else 'a baseline'})",
+    )
 
 
 def _without_schedule(graph: Graph, result: SolveResult) -> SolveResult:
@@ -218,27 +250,30 @@ def _sources(model: Model, d: int, t: int, k: int) -> dict[str, str]:
 
 
 # ----- warm start ----------------------------------------------------------------------------
-def _warm_start(graph: Graph, model: Model) -> bool:
-    """Give the model the best fitting single-device baseline as a MIP start, if any fits."""
-    best: tuple[float, Schedule, Timeline] | None = None
+def _best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
+    """The cheapest single-device baseline that fits the budgets, replayed, if any."""
+    best: tuple[Schedule, Timeline] | None = None
     for device in graph.devices:
-        for schedule in (checkpoint_all(graph, device.name),):
-            timeline = simulate(graph, schedule)
-            if timeline.valid and (best is None or timeline.total_ms < best[0]):
-                best = (timeline.total_ms, schedule, timeline)
+        schedule = checkpoint_all(graph, device.name)
+        candidates = [(schedule, simulate(graph, schedule))]
         greedy = chen_greedy(graph, device.name)
-        if greedy.timeline is not None and (best is None or greedy.timeline.total_ms < best[0]):
-            best = (greedy.timeline.total_ms, greedy.schedule, greedy.timeline)
-    if best is None:
-        return False
+        if greedy.schedule is not None:
+            candidates.append((greedy.schedule, greedy.timeline))
+        for schedule, timeline in candidates:
+            if timeline.valid and (best is None or timeline.total_ms < best[1].total_ms):
+                best = (schedule, timeline)
+    return best
+
+
+def _set_start_values(graph: Graph, model: Model, start: tuple[Schedule, Timeline]) -> None:
+    """Write a valid schedule into the variables' values, as the backend's MIP start."""
     for var in model.prob.variables():
         var.varValue = 0.0
-    for family, values in schedule_to_values(graph, best[1], best[2]).items():
+    for family, values in schedule_to_values(graph, *start).items():
         table = getattr(model, family)
         for key, value in values.items():
             if key in table:
                 table[key].varValue = value
-    return True
 
 
 def schedule_to_values(graph: Graph, schedule: Schedule, timeline: Timeline) -> dict[str, dict]:

@@ -1,0 +1,343 @@
+"""The command line of spec/formats.md: ``solve``, ``check``, ``sweep``, ``examples``.
+
+Exit status: 0 a valid schedule, 1 no schedule (infeasible, time limit without incumbent,
+cancelled, or a schedule that breaks a rule), 2 bad input or usage. Errors are one line on
+stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from solver.backends import available_backends
+from solver.bounds import lower_bound, no_remat_peak
+from solver.errors import XEngineError
+from solver.examples import bundled_graphs
+from solver.formats import atomic_write_text, load_graph, load_schedule, save_schedule
+from solver.graph import Graph
+from solver.methods import METHODS, parse_method, solve
+from solver.simulate import effective_graph, simulate
+from solver.solve import SolveOptions, SolveResult
+from solver.status import SolveStatus
+from solver.sweep import budget_steps, sweep_budgets
+from solver.units import format_ms, format_size, parse_size
+
+__all__ = ["main", "parse_budget", "resolve_graph_path"]
+
+EXIT_OK, EXIT_NO_SCHEDULE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(XEngineError):
+    """A command-line argument is wrong; exit status 2."""
+
+
+def resolve_graph_path(text: str) -> Path:
+    """A graph file path, or the name of a bundled graph (``chain``, ``vgg16``, ...)."""
+    path = Path(text)
+    if not path.exists() and text in bundled_graphs():
+        return bundled_graphs()[text]
+    return path
+
+
+def parse_budget(graph: Graph, text: str) -> tuple[str, int]:
+    """Parse ``DEVICE=SIZE`` where SIZE has a unit or is a percentage of the no-remat peak.
+
+    A percentage sets the activation budget; the device's fixed memory is added on top.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> parse_budget(unit_chain(4), "cpu=50%"), parse_budget(unit_chain(4), "cpu=2KiB")
+    (('cpu', 3), ('cpu', 2048))
+    """
+    device, sep, size = text.partition("=")
+    if not sep or not device or not size:
+        raise UsageError(f"--budget {text!r}: write DEVICE=SIZE, e.g. gpu=2GiB or gpu=60%")
+    if device not in graph.device_index:
+        names = ", ".join(graph.device_index)
+        raise UsageError(f"--budget {text!r}: unknown device {device!r}; devices are {names}")
+    if size.strip().endswith("%"):
+        try:
+            percent = float(size.strip()[:-1])
+        except ValueError:
+            raise UsageError(f"--budget {text!r}: {size!r} is not a percentage") from None
+        if percent < 0:
+            raise UsageError(f"--budget {text!r}: a budget cannot be negative")
+        fixed = graph.device(device).fixed_memory
+        return device, fixed + int(percent / 100 * no_remat_peak(graph))
+    try:
+        return device, parse_size(size)
+    except ValueError as exc:
+        raise UsageError(f"--budget {text!r}: {exc}") from None
+
+
+def _load(path_text: str, budgets: Sequence[str]) -> Graph:
+    graph = load_graph(resolve_graph_path(path_text))
+    for note in graph.notes:
+        print(f"note: {note}", file=sys.stderr)
+    overrides = dict(parse_budget(graph, b) for b in budgets)
+    return graph.with_budgets(overrides) if overrides else graph
+
+
+def _options(args: argparse.Namespace) -> SolveOptions:
+    if args.time_limit <= 0:
+        raise UsageError("--time-limit must be positive")
+    if args.solver not in available_backends():
+        raise UsageError(
+            f"--solver {args.solver}: not installed here; install the 'highs' "
+            "extra (pip install highspy) or use cbc"
+        )
+    return SolveOptions(
+        backend=args.solver, time_limit_s=args.time_limit, gap_rel=args.gap, threads=args.threads
+    )
+
+
+def _cancel_on_interrupt() -> threading.Event:
+    """Ctrl-C stops the solver and keeps its incumbent instead of killing the program."""
+    cancel = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda *_: cancel.set())
+    return cancel
+
+
+def _report(result: SolveResult) -> dict:
+    block = {
+        "method": result.method,
+        "backend": result.backend,
+        "status": result.status.value,
+        "objective": result.objective,
+        "bound": result.bound,
+        "gap": result.gap,
+        "seconds": round(result.seconds, 3),
+        "build_seconds": round(result.build_seconds, 3),
+        "variables": result.variables,
+        "constraints": result.constraints,
+        "message": result.message,
+    }
+    if result.timeline is not None:
+        block["summary"] = result.timeline.summary()
+    return block
+
+
+def _print_result(result: SolveResult) -> None:
+    print(f"method     {result.method} ({result.backend or 'heuristic'})")
+    print(f"status     {result.status.value}")
+    if result.message and not result.ok:
+        print(f"why        {result.message}")
+    if result.timeline is None:
+        return
+    t = result.timeline
+    bound = f", bound {result.bound:.6g}, gap {result.gap:.2%}" if result.gap is not None else ""
+    print(
+        f"time       {format_ms(t.total_ms)} (compute {format_ms(t.compute_ms)}, "
+        f"transfers {format_ms(t.transfer_ms)}){bound}"
+    )
+    print(
+        f"recompute  {t.recomputations} operations, {format_ms(t.recompute_ms)}; "
+        f"{len(t.transfers)} transfers"
+    )
+    for device, peak in t.peaks.items():
+        budget = t.budgets[device]
+        share = f" ({peak / budget:.0%})" if budget else ""
+        print(f"memory     {device}: peak {format_size(peak)} of {format_size(budget)}{share}")
+    print(
+        f"solved in  {result.seconds:.2f} s ({result.variables} variables, "
+        f"{result.constraints} constraints)"
+    )
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    graph = _load(args.graph, args.budget)
+    parse_method(graph, args.method)
+    options = _options(args)
+    result = solve(graph, args.method, options, cancel=_cancel_on_interrupt())
+    if args.output and result.schedule is not None:
+        save_schedule(result.schedule, args.output, result.timeline.summary())
+    if args.json:
+        print(json.dumps(_report(result), indent=1))
+    else:
+        _print_result(result)
+        if args.output and result.schedule is not None:
+            print(f"schedule   written to {args.output}")
+    ok = result.ok and result.status is not SolveStatus.CANCELLED
+    return EXIT_OK if ok else EXIT_NO_SCHEDULE
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    graph = load_graph(resolve_graph_path(args.graph))
+    schedule = load_schedule(args.schedule, graph)
+    overrides = dict(parse_budget(graph, b) for b in args.budget)
+    timeline = simulate(effective_graph(graph, schedule, overrides), schedule)
+    if args.json:
+        print(json.dumps(timeline.summary(), indent=1))
+    elif timeline.valid:
+        print(
+            f"valid: {format_ms(timeline.total_ms)}, {timeline.recomputations} recomputations, "
+            f"{len(timeline.transfers)} transfers"
+        )
+        for device, peak in timeline.peaks.items():
+            print(
+                f"  {device}: peak {format_size(peak)} of {format_size(timeline.budgets[device])}"
+            )
+    else:
+        print(f"invalid: {timeline.violation}", file=sys.stderr)
+    return EXIT_OK if timeline.valid else EXIT_NO_SCHEDULE
+
+
+def _fraction(text: str, graph: Graph) -> float:
+    text = text.strip()
+    if text.endswith("%"):
+        try:
+            return float(text[:-1]) / 100
+        except ValueError:
+            raise UsageError(f"{text!r} is not a percentage") from None
+    try:
+        return parse_size(text) / max(no_remat_peak(graph), 1)
+    except ValueError as exc:
+        raise UsageError(f"{text!r}: {exc}") from None
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    graph = _load(args.graph, args.budget)
+    if args.device not in graph.device_index:
+        raise UsageError(f"--device {args.device!r}: devices are {', '.join(graph.device_index)}")
+    if args.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    methods = args.method or ["xengine", "checkmate"]
+    for method in methods:
+        parse_method(graph, method)
+    fractions = budget_steps(_fraction(args.start, graph), _fraction(args.stop, graph), args.steps)
+    points = sweep_budgets(
+        graph, args.device, fractions, methods, _options(args), cancel=_cancel_on_interrupt()
+    )
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        ["device", "fraction", "budget_bytes", "method", "status", "total_ms", "seconds"]
+    )
+    for p in points:
+        total = "" if p.total_ms is None else f"{p.total_ms:.6g}"
+        writer.writerow(
+            [
+                p.device,
+                p.fraction,
+                p.budget,
+                p.result.method,
+                p.result.status.value,
+                total,
+                f"{p.result.seconds:.3f}",
+            ]
+        )
+    if args.output:
+        atomic_write_text(args.output, buffer.getvalue())
+    _print_sweep(points, lower_bound(graph, args.device))
+    return EXIT_OK if any(p.result.ok for p in points) else EXIT_NO_SCHEDULE
+
+
+def _print_sweep(points, floor: int) -> None:
+    print(f"{'budget':>12} {'fraction':>8}  {'method':<22} {'status':<11} {'time':>10}")
+    for p in points:
+        total = format_ms(p.total_ms) if p.total_ms is not None else "-"
+        print(
+            f"{format_size(p.budget):>12} {p.fraction:>8.0%}  {p.result.method:<22} "
+            f"{p.result.status.value:<11} {total:>10}"
+        )
+    print(f"(nothing runs on this device below {format_size(floor)})")
+
+
+def cmd_examples(args: argparse.Namespace) -> int:
+    for name, path in bundled_graphs().items():
+        try:
+            graph = load_graph(path)
+        except XEngineError as exc:
+            print(f"{name:<16} (unreadable: {exc})")
+            continue
+        devices = ", ".join(f"{d.name} {format_size(d.memory)}" for d in graph.devices)
+        print(
+            f"{name:<16} {graph.n:>4} nodes  {len(graph.edges):>4} edges  {devices}  [{graph.name}]"
+        )
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="main.py",
+        description="XEngine Studio: tensor "
+        "rematerialization on heterogeneous devices. With no "
+        "command, opens the GUI.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def solver_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("graph", help="a *.graph.json file or a bundled graph name")
+        p.add_argument(
+            "--budget",
+            action="append",
+            default=[],
+            metavar="DEVICE=SIZE",
+            help="device memory, e.g. gpu=2GiB or gpu=60%% (of the no-remat peak)",
+        )
+        p.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS")
+        p.add_argument("--solver", choices=["cbc", "highs"], default="cbc")
+        p.add_argument("--gap", type=float, default=1e-4, help="relative gap (default 1e-4)")
+        p.add_argument("--threads", type=int, default=None)
+
+    solve_p = sub.add_parser("solve", help="find the fastest schedule")
+    solver_args(solve_p)
+    solve_p.add_argument(
+        "--method",
+        default="xengine",
+        help=f"one of {', '.join(METHODS)}; single-device ones take :DEVICE",
+    )
+    solve_p.add_argument("-o", "--output", help="write the schedule JSON here")
+    solve_p.add_argument("--json", action="store_true", help="print one JSON object")
+    solve_p.set_defaults(run=cmd_solve)
+
+    check_p = sub.add_parser("check", help="replay and validate a schedule")
+    check_p.add_argument("graph")
+    check_p.add_argument("schedule")
+    check_p.add_argument("--budget", action="append", default=[], metavar="DEVICE=SIZE")
+    check_p.add_argument("--json", action="store_true")
+    check_p.set_defaults(run=cmd_check)
+
+    sweep_p = sub.add_parser("sweep", help="solve over a range of one device's budget")
+    solver_args(sweep_p)
+    sweep_p.add_argument("--device", required=True)
+    sweep_p.add_argument("--from", dest="start", default="100%")
+    sweep_p.add_argument("--to", dest="stop", default="10%")
+    sweep_p.add_argument("--steps", type=int, default=10)
+    sweep_p.add_argument(
+        "--method", action="append", help="repeat for several (default: xengine and checkmate)"
+    )
+    sweep_p.add_argument("-o", "--output", help="write the results as CSV here")
+    sweep_p.set_defaults(run=cmd_sweep)
+
+    examples_p = sub.add_parser("examples", help="list the bundled graphs")
+    examples_p.set_defaults(run=cmd_examples)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "import-torch":
+        from solver.importers.cli import import_torch_command
+
+        return import_torch_command(argv[1:])
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        return args.run(args)
+    except (XEngineError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
