@@ -27,7 +27,8 @@ __all__ = [
 ]
 
 KeepRule = Callable[[int, int, bool], bool]
-"""``keep(i, t, recomputed_in_t)``: whether tensor ``i`` stays resident after stage ``t``."""
+"""``keep(i, t, recomputed)``: whether tensor ``i`` stays resident after stage ``t``;
+``recomputed`` says that the copy on hand was recomputed (not the first computation)."""
 
 
 def schedule_with_checkpoints(graph: Graph, device: str, keep: KeepRule, method: str) -> Schedule:
@@ -37,12 +38,14 @@ def schedule_with_checkpoints(graph: Graph, device: str, keep: KeepRule, method:
     computed (ascending order); a tensor with no later user is never kept.
     """
     resident: set[int] = set()
+    remade: set[int] = set()  # resident tensors that were recomputed at some point
     stages = []
     last_use = [max(users, default=-1) for users in graph.users]
     for t in range(graph.n):
         computed = _closure(graph, t, resident)
+        remade = (remade & resident) | (computed - {t})
         available = resident | computed
-        kept = {i for i in available if last_use[i] > t and keep(i, t, i in computed and i != t)}
+        kept = {i for i in available if last_use[i] > t and keep(i, t, i in remade)}
         ops = tuple(Operation(graph.nodes[k].id, device) for k in sorted(computed))
         stages.append(Stage(ops, {device: frozenset(graph.nodes[i].id for i in kept)}))
         resident = kept

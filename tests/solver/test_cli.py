@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,14 @@ def test_main_py_runs_as_a_program():
         timeout=60,
     )
     assert done.returncode == 0 and "chain" in done.stdout
+
+
+def test_every_kind_of_graph_error_exits_2_with_one_line(tmp_path, capsys):
+    from test_formats import GRAPH_ERRORS, _broken
+
+    for j, (edit, words) in enumerate(GRAPH_ERRORS):
+        path = _write(tmp_path, _broken(edit), f"bad{j}.graph.json")
+        assert main(["solve", path]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {path}: ") and err.count("\n") == 1, err
+        assert re.search(words, err), (words, err)

@@ -117,26 +117,27 @@ def _broken(edit):
     return doc
 
 
-@pytest.mark.parametrize(
-    ("edit", "words"),
-    [
-        (lambda d: d["nodes"][1].update(memory="-4 MiB"), r"node 'fc2', field 'memory'.*negative"),
-        (lambda d: d["nodes"][1].update(inputs=["fc2"]), "self-loop"),
-        (lambda d: d["nodes"][0].update(inputs=["fc2"]), "cycle: fc1 -> fc2 -> fc1"),
-        (lambda d: d["nodes"][1].update(inputs=["nope"]), "unknown node 'nope'"),
-        (lambda d: d["nodes"][0].update(cost={"tpu": 1}), r"node 'fc1', field 'cost'.*'tpu'"),
-        (lambda d: d["nodes"][0].update(cost={"cpu": -1}), "negative"),
-        (lambda d: d["nodes"][1].update(id="fc1"), "duplicate node id"),
-        (lambda d: d["devices"].append({"name": "cpu", "memory": 1}), "duplicate device"),
-        (lambda d: d["links"].append({"from": "cpu", "to": "npu", "bandwidth": 1}), "'npu'"),
-        (lambda d: d["devices"][1].update(memory="lots"), "not a size"),
-        (lambda d: d["edges"][0]["transfer_ms"].update({"cpu->cpu": 1}), "bad transfer key"),
-        (lambda d: d.update(format="other"), "'format'"),
-        (lambda d: d.update(nodes=[]), "no nodes"),
-        (lambda d: d["nodes"][0].pop("memory"), "missing field 'memory'"),
-        (lambda d: d["nodes"][0].update(kind="sideways"), "unknown kind"),
-    ],
-)
+GRAPH_ERRORS = [
+    (lambda d: d["nodes"][1].update(memory="-4 MiB"), r"node 'fc2', field 'memory'.*negative"),
+    (lambda d: d["nodes"][1].update(inputs=["fc2"]), "self-loop"),
+    (lambda d: d["nodes"][0].update(inputs=["fc2"]), "cycle: fc1 -> fc2 -> fc1"),
+    (lambda d: d["nodes"][1].update(inputs=["nope"]), "unknown node 'nope'"),
+    (lambda d: d["nodes"][0].update(cost={"tpu": 1}), r"node 'fc1', field 'cost'.*'tpu'"),
+    (lambda d: d["nodes"][0].update(cost={"cpu": -1}), "negative"),
+    (lambda d: d["nodes"][1].update(id="fc1"), "duplicate node id"),
+    (lambda d: d["devices"].append({"name": "cpu", "memory": 1}), "duplicate device"),
+    (lambda d: d["links"].append({"from": "cpu", "to": "npu", "bandwidth": 1}), "'npu'"),
+    (lambda d: d["devices"][1].update(memory="lots"), "not a size"),
+    (lambda d: d["edges"][0]["transfer_ms"].update({"cpu->cpu": 1}), "bad transfer key"),
+    (lambda d: d.update(format="other"), "'format'"),
+    (lambda d: d.update(nodes=[]), "no nodes"),
+    (lambda d: d["nodes"][0].pop("memory"), "missing field 'memory'"),
+    (lambda d: d["nodes"][0].update(kind="sideways"), "unknown kind"),
+]
+"""Edits of the spec example, each with words its error message must contain."""
+
+
+@pytest.mark.parametrize(("edit", "words"), GRAPH_ERRORS)
 def test_each_kind_of_error_names_the_place_and_the_fix(edit, words):
     with pytest.raises(GraphFormatError, match=words) as caught:
         graph_from_dict(_broken(edit), "bad.graph.json")

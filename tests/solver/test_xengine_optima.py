@@ -159,3 +159,21 @@ def test_cancel_returns_quickly_with_a_replayed_incumbent():
     assert result.status is SolveStatus.CANCELLED
     assert result.ok
     check_schedule(graph, result.schedule)
+    assert not _cbc_children(), "a cbc process outlived the cancelled solve"
+
+
+def _cbc_children() -> list[str]:
+    import os
+    from pathlib import Path
+
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and "cbc" in cmdline:
+            found.append(cmdline)
+    return found

@@ -1,0 +1,116 @@
+"""Benchmark the MIQP: model size, build and solve time, CBC and HiGHS side by side.
+
+For each bundled graph (or those named) and Checkmate's unit chains of 10, 20 and 40 layers, at
+budgets of 100%, 60% and 40% of the no-rematerialization peak on every device, with one device
+(the GPU, or the only one) and with two. Prints a table; takes minutes (see --time-limit).
+
+    .venv/bin/python bench/solve.py [--time-limit 30] [--graphs chain vgg16] [--chains 10 20 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from solver.backends import available_backends  # noqa: E402
+from solver.bounds import no_remat_peak  # noqa: E402
+from solver.examples import bundled_graphs  # noqa: E402
+from solver.formats import load_graph  # noqa: E402
+from solver.generators import unit_chain  # noqa: E402
+from solver.graph import Device, Graph, Link  # noqa: E402
+from solver.solve import SolveOptions, solve_xengine  # noqa: E402
+
+COLUMNS = (
+    "graph",
+    "nodes",
+    "dev",
+    "budget",
+    "backend",
+    "vars",
+    "cons",
+    "build s",
+    "solve s",
+    "status",
+    "objective",
+    "gap",
+)
+
+
+def _chain(layers: int, two_devices: bool) -> Graph:
+    if not two_devices:
+        return unit_chain(layers)
+    devices = [Device("cpu", "cpu", 10**6), Device("gpu", "gpu", 10**6)]
+    graph = unit_chain(layers, devices=devices)
+    from dataclasses import replace
+
+    nodes = tuple(replace(n, cost={"cpu": 1.0, "gpu": 0.25}) for n in graph.nodes)
+    links = (Link("cpu", "gpu", 4000.0, 0.0), Link("gpu", "cpu", 4000.0, 0.0))  # 0.25 ms/unit
+    return replace(graph, nodes=nodes, links=links)
+
+
+def _cases(args) -> list[tuple[str, Graph, str]]:
+    cases = []
+    for name, path in bundled_graphs().items():
+        if args.graphs and name not in args.graphs:
+            continue
+        graph = load_graph(path)
+        alone = "gpu" if "gpu" in graph.device_index else graph.devices[0].name
+        cases.append((name, graph.with_devices([alone]), "1"))
+        if graph.num_devices > 1:
+            cases.append((name, graph, str(graph.num_devices)))
+    for layers in args.chains:
+        cases.append((f"unit chain {layers}", _chain(layers, False), "1"))
+        cases.append((f"unit chain {layers}", _chain(layers, True), "2"))
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument("--graphs", nargs="*", default=None, help="bundled graph names")
+    parser.add_argument("--chains", nargs="*", type=int, default=[10, 20, 40])
+    parser.add_argument("--budgets", nargs="*", type=float, default=[100, 60, 40])
+    args = parser.parse_args(argv)
+    print(" | ".join(COLUMNS))
+    print(" | ".join("---" for _ in COLUMNS))
+    for name, graph, devices in _cases(args):
+        peak = no_remat_peak(graph)
+        for percent in args.budgets:
+            budgeted = graph.with_budgets(
+                {d.name: d.fixed_memory + int(percent / 100 * peak) for d in graph.devices}
+            )
+            for backend in available_backends():
+                _row(name, budgeted, devices, percent, backend, args.time_limit)
+    return 0
+
+
+def _row(name, graph, devices, percent, backend, time_limit) -> None:
+    options = SolveOptions(backend=backend, time_limit_s=time_limit)
+    started = time.perf_counter()
+    result = solve_xengine(graph, options)
+    wall = time.perf_counter() - started
+    objective = f"{result.timeline.total_ms:.4g}" if result.ok else "-"
+    gap = f"{result.gap:.1%}" if result.gap is not None and result.ok else "-"
+    cells = (
+        name,
+        graph.n,
+        devices,
+        f"{percent:.0f}%",
+        backend,
+        result.variables,
+        result.constraints,
+        f"{result.build_seconds:.2f}",
+        f"{wall - result.build_seconds:.2f}",
+        result.status.value,
+        objective,
+        gap,
+    )
+    print(" | ".join(str(c) for c in cells), flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
