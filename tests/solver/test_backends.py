@@ -18,8 +18,14 @@ import numpy as np
 import pulp
 import pytest
 
-from solver import backends
-from solver.backends import BackendOptions, BackendResult, available_backends, run_backend
+from solver.backends import (
+    BackendOptions,
+    BackendResult,
+    _common,
+    available_backends,
+    cbc,
+    run_backend,
+)
 from solver.status import Progress, SolveStatus
 
 BACKENDS = [
@@ -211,7 +217,7 @@ def test_run_backend_streams_progress(limited_run) -> None:
     if result.has_solution:
         assert min(p.incumbent for p in with_incumbent) == pytest.approx(result.objective)
     assert result.log_tail
-    assert len(result.log_tail) <= backends.LOG_TAIL_LINES
+    assert len(result.log_tail) <= _common.LOG_TAIL_LINES
 
 
 def test_run_backend_warm_start_is_first_incumbent(backend: str) -> None:
@@ -280,7 +286,7 @@ def test_cbc_pipe_fallback_still_streams(monkeypatch: pytest.MonkeyPatch) -> Non
     def no_pty() -> tuple[int, int]:
         raise OSError("out of pty devices")
 
-    monkeypatch.setattr(backends.pty, "openpty", no_pty)
+    monkeypatch.setattr(cbc.pty, "openpty", no_pty)
     prob, _ = make_knapsack()
     reports: list[Progress] = []
 
@@ -296,7 +302,7 @@ def test_cbc_hung_past_time_limit_is_killed(
 ) -> None:
     # Like CBC stuck in preprocessing: deaf to SIGINT, with a child holding the pty open.
     fake_cbc(tmp_path, monkeypatch, "trap '' INT\necho 'Welcome to fake CBC'\nsleep 30\n")
-    monkeypatch.setattr(backends, "HARD_STOP_GRACE_S", 0.5)
+    monkeypatch.setattr(cbc, "HARD_STOP_GRACE_S", 0.5)
     prob, x = make_knapsack()
 
     started = time.monotonic()
@@ -307,7 +313,7 @@ def test_cbc_hung_past_time_limit_is_killed(
     assert not result.has_solution
     assert "overran its time limit" in result.message
     assert "Welcome to fake CBC" in result.log_tail
-    assert wall < 0.5 + 0.5 + backends.SIGINT_GRACE_S + 1.0
+    assert wall < 0.5 + 0.5 + cbc.SIGINT_GRACE_S + 1.0
     assert [xi.varValue for xi in x] == [None] * 5
 
 
