@@ -1,0 +1,126 @@
+"""``python main.py import-torch module:Class --input 32x3x224x224 [-o FILE] [--level op|layer]``.
+
+The lead's ``main.py`` dispatches here: :func:`import_torch_command` parses its own arguments,
+writes the graph atomically (or prints it), and returns the exit status of spec/formats.md:
+0 on success, 2 for bad input (unknown module, untraceable model, torch missing, bad shape).
+Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from solver.errors import XEngineError
+from solver.formats import graph_to_dict, save_graph
+from solver.importers.costmodel import MeasuredCpuCostModel
+from solver.importers.hardware import DEVICES, LINKS, make_platform
+
+__all__ = ["import_torch_command", "parse_shape"]
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"32x3x224x224"`` -> ``(32, 3, 224, 224)``.
+
+    Examples
+    --------
+    >>> parse_shape("32x3x224x224")
+    (32, 3, 224, 224)
+    """
+    try:
+        shape = tuple(int(part) for part in text.lower().replace("*", "x").split("x"))
+    except ValueError:
+        shape = ()
+    if not shape or any(size <= 0 for size in shape):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a shape; write positive sizes joined by 'x', e.g. 32x3x224x224"
+        )
+    return shape
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="main.py import-torch",
+        description="Import a PyTorch nn.Module as a training graph (torch.fx, meta device).",
+    )
+    parser.add_argument("spec", help="module:Class or path/to/file.py:Class (built with no args)")
+    parser.add_argument(
+        "--input",
+        required=True,
+        type=parse_shape,
+        metavar="SHAPE",
+        help="input shape, batch first, e.g. 32x3x224x224",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="graph file (default: stdout)")
+    parser.add_argument(
+        "--level",
+        choices=("layer", "op"),
+        default="layer",
+        help="layer: conv+BN+activation fused (default); op: one node per op",
+    )
+    parser.add_argument(
+        "--cost",
+        choices=("roofline", "measured"),
+        default="roofline",
+        help="roofline from published specs (default), or measure the cpu "
+        "device's ops on this machine",
+    )
+    parser.add_argument(
+        "--cpu",
+        choices=sorted(k for k, d in DEVICES.items() if d.kind == "cpu"),
+        default="ryzen-9-7950x",
+        help="spec of device 'cpu'",
+    )
+    parser.add_argument(
+        "--gpu",
+        choices=sorted(k for k, d in DEVICES.items() if d.kind == "gpu"),
+        default="rtx-3090",
+        help="spec of device 'gpu'",
+    )
+    parser.add_argument("--link", choices=sorted(LINKS), default="pcie4-x16")
+    parser.add_argument("--name", help="graph name (default: the class name)")
+    return parser
+
+
+def import_torch_command(argv: list[str]) -> int:
+    """Run ``import-torch`` with ``argv`` (the arguments after the subcommand); return 0 or 2."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse printed usage or help already
+        return 0 if exc.code in (0, None) else 2
+    from solver.importers.torch_fx import import_torch
+
+    platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
+    cost_model: object = "roofline"
+    if args.cost == "measured":
+        cost_model = {"cpu": MeasuredCpuCostModel(on_progress=_progress)}
+    try:
+        graph = import_torch(
+            args.spec,
+            args.input,
+            level=args.level,
+            devices=platform,
+            cost_model=cost_model,
+            name=args.name,
+        )
+        if args.output:
+            save_graph(graph, args.output)
+        else:
+            sys.stdout.write(json.dumps(graph_to_dict(graph), indent=1) + "\n")
+    except XEngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if args.output:
+        print(f"{args.output}: {graph.n} nodes, {len(graph.edges)} edges", file=sys.stderr)
+    return 0
+
+
+def _progress(done: int, total: int, name: str) -> None:
+    if sys.stderr.isatty():
+        print(f"\rmeasuring {done}/{total} {name:<40}", end="", file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)

@@ -1,0 +1,57 @@
+"""``main.py import-torch``: files, stdout, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from solver.formats import load_graph
+from solver.importers.cli import import_torch_command
+
+SPEC = "solver.importers.zoo_models:ResNet18"
+
+
+def test_import_torch_command_writes_a_loadable_file(tmp_path, capsys):
+    pytest.importorskip("torch")
+    out = tmp_path / "r18.graph.json"
+    code = import_torch_command([SPEC, "--input", "4x3x64x64", "-o", str(out), "--level", "op"])
+    assert code == 0
+    graph = load_graph(out)
+    assert graph.n == 137
+    assert graph.meta["input_shape"] == [4, 3, 64, 64]
+    assert "137 nodes" in capsys.readouterr().err
+
+
+def test_import_torch_command_prints_json_without_output(capsys):
+    pytest.importorskip("torch")
+    assert import_torch_command([SPEC, "--input", "2x3x64x64", "--gpu", "v100-sxm2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "remat-graph"
+    assert len(doc["nodes"]) == 63
+    assert "v100-sxm2" in doc["meta"]["cost_model"]["gpu"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["nowhere.module:Net", "--input", "1x3x32x32"], "cannot import 'nowhere.module'"),
+        ([SPEC, "--input", "2x5"], "cannot trace the model"),
+    ],
+)
+def test_import_torch_command_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    pytest.importorskip("torch")
+    assert import_torch_command(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_import_torch_command_bad_shape_is_a_usage_error(capsys):
+    assert import_torch_command([SPEC, "--input", "32xfoo"]) == 2
+    assert "is not a shape" in capsys.readouterr().err
+
+
+def test_import_torch_command_help_exits_0(capsys):
+    assert import_torch_command(["--help"]) == 0
+    assert "--level" in capsys.readouterr().out
