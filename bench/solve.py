@@ -1,10 +1,11 @@
 """Benchmark the MIQP: model size, build and solve time, CBC and HiGHS side by side.
 
-For each bundled graph (or those named) and Checkmate's unit chains of 10, 20 and 40 layers, at
+For the teaching graphs and layer-level VGG16 (or the bundled graphs named; ``all`` for every
+one) and Checkmate's unit chains of 10, 20 and 40 layers, at
 budgets of 100%, 60% and 40% of the no-rematerialization peak on every device, with one device
 (the GPU, or the only one) and with two. Prints a table; takes minutes (see --time-limit).
 
-    .venv/bin/python bench/solve.py [--time-limit 30] [--graphs chain vgg16] [--chains 10 20 40]
+    .venv/bin/python bench/solve.py [--time-limit 120] [--graphs chain vgg16 | all] [--chains 10 20]
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _chain(layers: int, two_devices: bool) -> Graph:
 def _cases(args) -> list[tuple[str, Graph, str]]:
     cases = []
     for name, path in bundled_graphs().items():
-        if args.graphs and name not in args.graphs:
+        if "all" not in args.graphs and name not in args.graphs:
             continue
         graph = load_graph(path)
         alone = "gpu" if "gpu" in graph.device_index else graph.devices[0].name
@@ -70,8 +71,13 @@ def _cases(args) -> list[tuple[str, Graph, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-limit", type=float, default=30.0)
-    parser.add_argument("--graphs", nargs="*", default=None, help="bundled graph names")
+    parser.add_argument("--time-limit", type=float, default=120.0)
+    parser.add_argument(
+        "--graphs",
+        nargs="*",
+        default=["chain", "skip", "diamond", "vgg16"],
+        help="bundled graph names, or 'all'",
+    )
     parser.add_argument("--chains", nargs="*", type=int, default=[10, 20, 40])
     parser.add_argument("--budgets", nargs="*", type=float, default=[100, 60, 40])
     args = parser.parse_args(argv)

@@ -1,0 +1,177 @@
+"""Benchmark the schedule views: time to draw a 5,000-operation schedule and to pan it.
+
+Builds a synthetic CPU+GPU schedule (a chain whose every stage recomputes the previous node and
+computes the next, switching devices in blocks so that transfers appear), replays it, and times
+each view offscreen: the first draw, a redraw with a new result, one pan step over the whole
+schedule, one pan step zoomed in to 2 % (where bar labels appear), and a hover hit-test. Every
+timing includes a real paint (``QWidget.grab``). Prints a table.
+
+    .venv/bin/python bench/draw.py [--ops 5000] [--repeat 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+
+from app.document import Document  # noqa: E402
+from app.theme import apply_theme  # noqa: E402
+from app.views.gantt import GanttView  # noqa: E402
+from app.views.matrices import MatricesView  # noqa: E402
+from app.views.memory import MemoryView  # noqa: E402
+from app.views.schedule_view import ScheduleView  # noqa: E402
+from solver.graph import Device, Edge, Graph, Link, Node, make_graph  # noqa: E402
+from solver.schedule import Operation, Schedule, Stage  # noqa: E402
+from solver.simulate import simulate  # noqa: E402
+from solver.solve import SolveResult  # noqa: E402
+from solver.status import SolveStatus  # noqa: E402
+
+MB = 10**6
+
+
+def synthetic_graph(stages: int) -> Graph:
+    """A chain ``x0 -> x1 -> ...``; the first half forward, a loss, the rest backward."""
+    devices = [Device("cpu", "cpu", 64 * MB), Device("gpu", "gpu", 16 * MB)]
+    links = [Link("cpu", "gpu", 12e9, 0.01), Link("gpu", "cpu", 12e9, 0.01)]
+    half = stages // 2
+    kinds = ["forward"] * half + ["loss"] + ["backward"] * (stages - half - 1)
+    nodes = [
+        Node(f"x{i}", MB, {"cpu": 1.0 + (i % 7) * 0.3, "gpu": 0.2 + (i % 5) * 0.05}, kinds[i])
+        for i in range(stages)
+    ]
+    edges = [Edge(f"x{i}", f"x{i + 1}") for i in range(stages - 1)]
+    return make_graph(f"synthetic chain ({stages} stages)", devices, nodes, edges, links)
+
+
+def synthetic_schedule(graph: Graph) -> Schedule:
+    """Stage t recomputes x(t-1) from the kept x(t-2), then computes x(t); blocks of 12 stages
+    run on the CPU every 60 stages, so inputs cross the link at each switch."""
+
+    def device(t: int) -> str:
+        return "cpu" if t % 60 >= 48 else "gpu"
+
+    stages = [Stage((Operation("x0", device(0)),), {device(0): frozenset({"x0"})})]
+    stages.append(
+        Stage(
+            (Operation("x1", device(1), {"x0": device(0)}),),
+            {device(0): frozenset({"x0"})},
+        )
+    )
+    kept_on = device(0)  # where x(t-2) is kept at the start of stage t
+    for t in range(2, graph.n):
+        d = device(t)
+        ops = (
+            Operation(f"x{t - 1}", d, {f"x{t - 2}": kept_on}),
+            Operation(f"x{t}", d),
+        )
+        stages.append(Stage(ops, {d: frozenset({f"x{t - 1}"})}))
+        kept_on = d
+    return Schedule(graph.name, {}, tuple(stages))
+
+
+def make_result(graph: Graph) -> SolveResult:
+    schedule = synthetic_schedule(graph)
+    timeline = simulate(graph, schedule, strict=True)
+    return SolveResult("synthetic", SolveStatus.FEASIBLE, schedule, timeline, timeline.total_ms)
+
+
+def timed(action: Callable[[], object], repeat: int) -> float:
+    """Median milliseconds of ``action`` over ``repeat`` runs."""
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def pan_plot(view: QWidget):
+    """The plot whose x range pans the view, if it has one."""
+    if isinstance(view, GanttView):
+        return view.plot
+    if isinstance(view, ScheduleView):
+        return view.gantt.plot
+    if isinstance(view, MemoryView):
+        return view.plot("gpu")
+    return None
+
+
+def bench_view(name: str, make, graph: Graph, results: list[SolveResult], repeat: int) -> list:
+    document = Document()
+    document.set_graph(graph)
+    document.set_result(results[0])
+    started = time.perf_counter()
+    view = make(document)
+    view.resize(1600, 900)
+    view.show()
+    view.grab()
+    first = (time.perf_counter() - started) * 1000
+    flip = iter(results * (repeat + 1))
+    redraw = timed(lambda: (document.set_result(next(flip)), view.grab()), repeat)
+    plot = pan_plot(view)
+    pan_full = pan_zoomed = hover = float("nan")
+    if plot is not None:
+        end = document.timeline.total_ms
+        steps = iter(range(1, 10**6))
+
+        def pan(width: float) -> None:
+            start = (next(steps) * 0.013 * end) % (end - width + 1e-9)
+            plot.setXRange(start, start + width, padding=0)
+            view.grab()
+
+        pan_full = timed(lambda: pan(end), repeat)
+        pan_zoomed = timed(lambda: pan(0.02 * end), repeat)
+        gantt = view if isinstance(view, GanttView) else getattr(view, "gantt", None)
+        if gantt is not None:
+            hover = timed(lambda: gantt.tooltip_at(end * 0.61, 2.0), repeat * 10)
+    view.close()
+    return [name, first, redraw, pan_full, pan_zoomed, hover]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=5000, help="operations (about 2 per stage)")
+    parser.add_argument("--repeat", type=int, default=10, help="samples per timing (median)")
+    args = parser.parse_args(argv)
+    app = QApplication.instance() or QApplication([])
+    apply_theme(app, "light")
+    stages = args.ops // 2 + 1
+    started = time.perf_counter()
+    graph = synthetic_graph(stages)
+    results = [make_result(graph), make_result(graph)]
+    timeline = results[0].timeline
+    print(
+        f"schedule: {len(timeline.ops)} operations, {len(timeline.transfers)} transfers, "
+        f"{timeline.recomputations} recomputations, {stages} stages "
+        f"(built and replayed in {time.perf_counter() - started:.2f} s); "
+        f"view 1600x900 offscreen; median of {args.repeat}"
+    )
+    rows = [
+        bench_view("GanttView", GanttView, graph, results, args.repeat),
+        bench_view("MemoryView", MemoryView, graph, results, args.repeat),
+        bench_view("ScheduleView", ScheduleView, graph, results, args.repeat),
+        bench_view("MatricesView", MatricesView, graph, results, max(2, args.repeat // 5)),
+    ]
+    header = ("view", "first draw ms", "redraw ms", "pan frame ms", "pan 2% ms", "hover ms")
+    print(" | ".join(f"{h:>13}" for h in header))
+    print(" | ".join("-" * 13 for _ in header))
+    for row in rows:
+        cells = [f"{row[0]:>13}"] + [
+            f"{'-':>13}" if v != v else f"{v:13.1f}" if v >= 1 else f"{v:13.3f}" for v in row[1:]
+        ]
+        print(" | ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
