@@ -1,6 +1,7 @@
 """Every way to schedule a graph, behind one function (spec/formats.md ``--method``).
 
-Method names: ``xengine`` (the MIQP over all devices), ``checkmate`` (the same model on each single
+Method names: ``xengine`` (the MIQP over all devices), ``greedy`` (a heterogeneous heuristic
+without recomputation), ``checkmate`` (the same model on each single
 device, the best one wins), ``checkpoint-all``, ``chen-sqrtn``, ``chen-greedy``; a single-device
 method may name its device, e.g. ``checkmate:gpu``. Every result has been replayed by the
 simulator, and :func:`compare` lines them up against the best single device, XEngine's claim.
@@ -13,10 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from solver.baselines import checkpoint_all, chen_greedy, chen_sqrtn
+from solver.baselines import BaselineResult, checkpoint_all, chen_greedy, chen_sqrtn
 from solver.bounds import explain_infeasible
 from solver.errors import XEngineError
 from solver.graph import Graph
+from solver.greedy import greedy_heterogeneous
 from solver.schedule import Schedule, SolverInfo
 from solver.simulate import simulate
 from solver.solve import ProgressCallback, SolveOptions, SolveResult, solve_xengine
@@ -32,7 +34,7 @@ __all__ = [
 ]
 
 SINGLE_DEVICE_METHODS = ("checkmate", "checkpoint-all", "chen-sqrtn", "chen-greedy")
-METHODS = ("xengine", *SINGLE_DEVICE_METHODS)
+METHODS = ("xengine", "greedy", *SINGLE_DEVICE_METHODS)
 
 
 def parse_method(graph: Graph, method: str) -> tuple[str, list[str]]:
@@ -48,8 +50,8 @@ def parse_method(graph: Graph, method: str) -> tuple[str, list[str]]:
             f"unknown device {device!r} in method {method!r}; devices are "
             f"{', '.join(graph.device_index)}"
         )
-    if name == "xengine" and device:
-        raise XEngineError("xengine runs on all devices; drop the ':device' part")
+    if name in ("xengine", "greedy") and device:
+        raise XEngineError(f"{name} runs on all devices; drop the ':device' part")
     return name, [device] if device else [d.name for d in graph.devices]
 
 
@@ -71,6 +73,8 @@ def solve(
     name, devices = parse_method(graph, method)
     if name == "xengine":
         return solve_xengine(graph, options, on_progress, cancel)
+    if name == "greedy":
+        return _from_baseline(graph, "greedy", greedy_heterogeneous(graph), 0.0)
     results = []
     for device in devices:
         if cancel is not None and cancel.is_set():
@@ -109,10 +113,22 @@ def _baseline(graph: Graph, name: str, device: str) -> SolveResult:
         schedule = build(graph, device)
         timeline = simulate(graph, schedule)
         reason = "" if timeline.valid else str(timeline.violation)
-    seconds = time.perf_counter() - started
+    return _from_baseline(
+        graph,
+        method,
+        BaselineResult(schedule, timeline, reason),
+        time.perf_counter() - started,
+        device,
+    )
+
+
+def _from_baseline(
+    graph: Graph, method: str, found: BaselineResult, seconds: float, device: str | None = None
+) -> SolveResult:
+    schedule, timeline, reason = found.schedule, found.timeline, found.reason
     if timeline is None or not timeline.valid:
-        alone = graph.with_devices([device])
-        why = explain_infeasible(alone) or reason
+        alone = graph.with_devices([device]) if device else graph
+        why = explain_infeasible(alone) or reason or "no schedule fits"
         return SolveResult(method, SolveStatus.INFEASIBLE, seconds=seconds, message=why)
     info = SolverInfo(
         method=method,

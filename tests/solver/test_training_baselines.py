@@ -106,3 +106,12 @@ def test_comparison_speedup_over_best_single_device():
     assert comparison.speedup(xengine) == pytest.approx(30.0 / 14.0)
     infeasible = [r for r in comparison.results if not r.ok]
     assert infeasible and all("needs 3 B" in r.message for r in infeasible)
+
+
+def test_greedy_heterogeneous_moves_a_node_that_does_not_fit_and_copies_its_inputs():
+    from handmade import fan_in_graph
+
+    result = solve(fan_in_graph(gpu_budget=2), "greedy")
+    assert result.ok and result.timeline.total_ms == pytest.approx(14.0)  # here it is optimal
+    ops = [(op.node, op.device, dict(op.inputs)) for _, op in result.schedule.operations]
+    assert ops == [("a", "gpu", {}), ("b", "gpu", {}), ("c", "cpu", {"a": "gpu", "b": "gpu"})]
