@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.graph import Graph
-from solver.schedule import Schedule
+from solver.schedule import Operation, Schedule
 from solver.simulate import OpEvent, Timeline
 from solver.units import format_ms, format_size
 
@@ -104,7 +104,7 @@ def state_at(graph: Graph, schedule: Schedule, timeline: Timeline, index: int) -
     for device, seen in trace.seen.items():
         for node in seen:
             residency[node][device] = RESIDENT if node in trace.live[device] else FREED
-    for node, source in _copies(schedule, index).items():
+    for node, source in _copies(schedule.operations[index][1]).items():
         residency[node][event.device] = TRANSFERRED
         residency[node].setdefault(source, RESIDENT)
     residency[event.node][event.device] = COMPUTING
@@ -170,6 +170,7 @@ def _replay(graph: Graph, schedule: Schedule, timeline: Timeline, stop: int) -> 
     """Replay residency like the simulator (model.md §2 rules 2 and 5) up to operation ``stop``."""
     names = [d.name for d in graph.devices]
     trace = _Trace({d: set() for d in names}, {d: set() for d in names})
+    operations = schedule.operations
     stage = 0
     for j, event in enumerate(timeline.ops[: stop + 1]):
         while stage < event.stage:
@@ -179,7 +180,7 @@ def _replay(graph: Graph, schedule: Schedule, timeline: Timeline, stop: int) -> 
             break
         trace.live[event.device].add(event.node)
         trace.seen[event.device].add(event.node)
-        for node in _copies(schedule, j):
+        for node in _copies(operations[j][1]):
             trace.seen[event.device].add(node)
         for device, node in event.freed:
             trace.live[device].discard(node)
@@ -197,9 +198,8 @@ def _end_stage(trace: _Trace, schedule: Schedule, stage: int, now: float) -> Non
         trace.live[device] = set(kept)
 
 
-def _copies(schedule: Schedule, index: int) -> dict[str, str]:
-    """Inputs that operation ``index`` copies from another device: ``{node: source}``."""
-    _, op = schedule.operations[index]
+def _copies(op: Operation) -> dict[str, str]:
+    """Inputs that ``op`` copies from another device: ``{node: source}``."""
     return {node: source for node, source in op.inputs.items() if source != op.device}
 
 
@@ -234,7 +234,7 @@ def _why_recompute(graph: Graph, timeline: Timeline, index: int, trace: _Trace) 
     event = timeline.ops[index]
     elsewhere = [d for d, live in trace.live.items() if event.node in live and d != event.device]
     if elsewhere:
-        return _cheaper_than_copy(graph, event, elsewhere[0])
+        return _resident_elsewhere(graph, event, elsewhere[0])
     if event.node not in trace.dropped:
         return "its output is not resident anywhere"
     device, stage, user = trace.dropped[event.node]
@@ -253,7 +253,8 @@ def _why_recompute(graph: Graph, timeline: Timeline, index: int, trace: _Trace) 
     )
 
 
-def _cheaper_than_copy(graph: Graph, event: OpEvent, source: str) -> str:
+def _resident_elsewhere(graph: Graph, event: OpEvent, source: str) -> str:
+    """The tensor is alive on another device: say what recomputing and copying would cost."""
     k = graph.index[event.node]
     copy = [
         graph.transfer_ms(event.node, graph.nodes[u].id, source, event.device)
@@ -263,8 +264,8 @@ def _cheaper_than_copy(graph: Graph, event: OpEvent, source: str) -> str:
     if not np.isfinite(copy_ms):
         return f"its output is on {source}, and there is no link {source} -> {event.device}"
     return (
-        f"its output is on {source}, but recomputing here ({format_ms(event.duration)}) "
-        f"is cheaper than copying it ({format_ms(copy_ms)})"
+        f"its output is on {source}; recomputing it here takes {format_ms(event.duration)}, "
+        f"copying it would take {format_ms(copy_ms)}"
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from solver.status import SolveStatus
 
@@ -71,7 +72,7 @@ class Schedule:
     stages: tuple[Stage, ...]
     solver: SolverInfo | None = None
 
-    @property
-    def operations(self) -> list[tuple[int, Operation]]:
-        """All operations as ``(stage, operation)`` in execution order."""
-        return [(t, op) for t, stage in enumerate(self.stages) for op in stage.ops]
+    @cached_property
+    def operations(self) -> tuple[tuple[int, Operation], ...]:
+        """All operations as ``(stage, operation)`` in execution order (computed once)."""
+        return tuple((t, op) for t, stage in enumerate(self.stages) for op in stage.ops)

@@ -24,9 +24,12 @@ MAX_MEMORY_UNITS = 10**6
 
 @dataclass(frozen=True)
 class ScaledMemory:
-    """Tensor sizes and budgets in solver units (see :func:`scale_memory`)."""
+    """Tensor sizes and budgets in solver units, one unit per device (see :func:`scale_memory`).
 
-    unit: float
+    ``sizes[d, i]`` and ``budgets[d]`` are in units of ``units[d]`` bytes.
+    """
+
+    units: np.ndarray
     sizes: np.ndarray
     budgets: np.ndarray
 
@@ -34,37 +37,39 @@ class ScaledMemory:
 def scale_memory(graph: Graph) -> ScaledMemory:
     """Express sizes and budgets in small integers without loosening any memory constraint.
 
-    Budgets above what any schedule could use (every tensor plus every input copy) are capped
-    first; then everything is divided by the greatest common divisor (exact). If the largest
-    budget still exceeds ``MAX_MEMORY_UNITS``, sizes are rounded up and budgets down, so that a
-    schedule feasible in solver units is feasible in bytes (model.md §3).
+    Memory rows are per device, so each device gets its own unit: a large host budget does not
+    coarsen the GPU's rows. A budget above what any schedule could use (every tensor plus a
+    copy of each) is capped first; then the device's sizes and budget are divided by their
+    greatest common divisor (exact). Only if the budget still exceeds ``MAX_MEMORY_UNITS`` are
+    sizes rounded up and the budget down, so that a schedule feasible in solver units is
+    feasible in bytes (model.md §3).
 
     Examples
     --------
     >>> from solver.generators import unit_chain
     >>> s = scale_memory(unit_chain(2, budget=4))
-    >>> s.unit, s.sizes.tolist(), s.budgets.tolist()
-    (1.0, [1, 1, 1, 1, 1], [4])
+    >>> s.units.tolist(), s.sizes.tolist(), s.budgets.tolist()
+    ([1.0], [[1, 1, 1, 1, 1]], [4])
     """
     sizes = [int(m) for m in graph.memory]
     cap = max(2 * sum(sizes), 1)
-    budgets = [min(int(b), cap) for b in graph.budgets]
+    rows = [_scale_device(sizes, min(int(b), cap)) for b in graph.budgets]
+    return ScaledMemory(
+        np.array([r[0] for r in rows], dtype=float),
+        np.array([r[1] for r in rows], dtype=np.int64).reshape(len(rows), len(sizes)),
+        np.array([r[2] for r in rows], dtype=np.int64),
+    )
+
+
+def _scale_device(sizes: list[int], budget: int) -> tuple[float, list[int], int]:
     divisor = 0
-    for value in sizes + budgets:
+    for value in [*sizes, budget]:
         divisor = gcd(divisor, value)
     divisor = max(divisor, 1)
-    unit = float(divisor)
-    largest = max(budgets) / divisor
-    if largest > MAX_MEMORY_UNITS:
-        unit = divisor * largest / MAX_MEMORY_UNITS
-        scaled_sizes = [math.ceil(m / unit) for m in sizes]
-        scaled_budgets = [math.floor(b / unit) for b in budgets]
-    else:
-        scaled_sizes = [m // divisor for m in sizes]
-        scaled_budgets = [b // divisor for b in budgets]
-    return ScaledMemory(
-        unit, np.array(scaled_sizes, dtype=np.int64), np.array(scaled_budgets, dtype=np.int64)
-    )
+    if budget / divisor <= MAX_MEMORY_UNITS:
+        return float(divisor), [m // divisor for m in sizes], budget // divisor
+    unit = budget / MAX_MEMORY_UNITS
+    return unit, [math.ceil(m / unit) for m in sizes], math.floor(budget / unit)
 
 
 @dataclass
@@ -223,12 +228,13 @@ def add_memory_constraints(model: Model) -> None:
     - sum_{j<k} sum_{(i,j)} M_i F[d,t,(i,j)]``
     (memory counted per device, never pooled)."""
     g, prob = model.graph, model.prob
-    size, budget = model.memory.sizes, model.memory.budgets
+    sizes, budget = model.memory.sizes, model.memory.budgets
     incoming: dict[int, list[int]] = {k: [] for k in range(g.n)}
     for e, (_, k) in enumerate(g.edge_pairs):
         incoming[k].append(e)
     for d in range(g.num_devices):
         for t in range(g.n):
+            size = sizes[d]
             running = [int(size[i]) * model.S[d, t, i] for i in range(t) if (d, t, i) in model.S]
             for k in range(t + 1):
                 if (d, t, k) in model.R:
