@@ -3,19 +3,37 @@
 Views hold a reference to the document and never talk to each other: a selection or cursor
 change goes through the document, which tells every view with a past-tense signal. Setters
 return early on an equal value, so that views can echo changes without loops.
+
+Edits go through :attr:`Document.undo_stack` (commands in ``app.commands``); results are cached
+per (graph structure, method, budgets) so that undoing an edit or dragging a slider back shows
+the schedule already found for that setting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import logging
+from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
 
+from app.project import SolverSettings
+from solver.errors import XEngineError
 from solver.graph import Graph
 from solver.simulate import OpEvent, Timeline
 from solver.solve import SolveResult
+from solver.status import SolveStatus
 
-__all__ = ["Document"]
+__all__ = ["Document", "ResultKey"]
+
+logger = logging.getLogger(__name__)
+
+ResultKey = tuple[int, str, tuple[tuple[str, int], ...]]
+"""(structure token, method, sorted budgets): what a cached result was solved for."""
+
+_CACHEABLE = (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE, SolveStatus.INFEASIBLE)
+_tokens = itertools.count(1)
 
 
 class Document(QObject):
@@ -35,6 +53,16 @@ class Document(QObject):
     """The selected node changed."""
     cursor_changed = Signal()
     """The step-through cursor moved."""
+    edge_selection_changed = Signal()
+    """The selected edge changed (a node selection clears it and vice versa)."""
+    settings_changed = Signal()
+    """The solver settings (method, backend, limits, auto-solve) changed."""
+    file_path_changed = Signal()
+    """The project file the document is saved to changed (``None``: not saved yet)."""
+    modified_changed = Signal(bool)
+    """True when there are edits since the last save or open (the undo stack is not clean)."""
+    edit_refused = Signal(str)
+    """An edit was refused (e.g. it would make a cycle); carries the core's one-line message."""
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -42,6 +70,14 @@ class Document(QObject):
         self._result: SolveResult | None = None
         self._selection: str | None = None
         self._cursor: int | None = None
+        self._edge: tuple[str, str] | None = None
+        self._token = next(_tokens)
+        self._settings = SolverSettings()
+        self._file_path: str | None = None
+        self._cache: dict[ResultKey, SolveResult] = {}
+        self.undo_stack = QUndoStack(self)
+        """Every edit of graph, devices and budgets; clean = saved."""
+        self.undo_stack.cleanChanged.connect(self._on_undo_stack_clean_changed)
 
     # ----- graph and budgets ------------------------------------------------------------------
     @property
@@ -52,8 +88,10 @@ class Document(QObject):
     def set_graph(self, graph: Graph | None) -> None:
         if graph is self._graph:
             return
+        self._token = next(_tokens)
         self._graph = graph
         self._selection = None
+        self._edge = None
         self.graph_changed.emit()
         self.set_result(None)
 
@@ -67,6 +105,46 @@ class Document(QObject):
             return
         self._graph = self._graph.with_budgets(budgets)
         self.budgets_changed.emit()
+
+    @property
+    def structure_token(self) -> int:
+        """Identifies the graph's structure (everything but budgets) for the result cache."""
+        return self._token
+
+    def apply_graph(self, graph: Graph, token: int | None = None) -> int:
+        """Show an edited graph (for undo commands); return its structure token.
+
+        Unlike :meth:`set_graph` it keeps the selection when the node still exists, and it
+        shows a cached result when the restored structure was solved before (undo).
+        """
+        self._token = next(_tokens) if token is None else token
+        self._graph = graph
+        selection, edge = self._selection, self._edge
+        # Drop a selection that no longer exists *before* telling the views about the graph.
+        self._selection = selection if selection in graph.index else None
+        self._edge = edge if edge and _has_edge(graph, edge) else None
+        self.graph_changed.emit()
+        if self._selection != selection:
+            self.selection_changed.emit()
+        if self._edge != edge:
+            self.edge_selection_changed.emit()
+        self.set_result(self.cached_result())
+        return self._token
+
+    def edit(self, command_type: Callable[..., QUndoCommand], *args: object) -> bool:
+        """Build ``command_type(self, *args)`` and push it: the one way views edit.
+
+        An edit the core refuses (a cycle, a node no device can run) is not pushed; its message
+        goes out through :attr:`edit_refused` and the method returns False.
+        """
+        try:
+            command = command_type(self, *args)
+        except XEngineError as exc:
+            logger.info("edit refused: %s", exc)
+            self.edit_refused.emit(str(exc))
+            return False
+        self.undo_stack.push(command)
+        return True
 
     # ----- result, selection, cursor ------------------------------------------------------
     @property
@@ -94,7 +172,23 @@ class Document(QObject):
         if node_id == self._selection:
             return
         self._selection = node_id
+        if node_id is not None:
+            self.set_selected_edge(None)
         self.selection_changed.emit()
+
+    @property
+    def selected_edge(self) -> tuple[str, str] | None:
+        """The selected edge as ``(source, target)``, if any."""
+        return self._edge
+
+    def set_selected_edge(self, edge: tuple[str, str] | None) -> None:
+        edge = tuple(edge) if edge is not None else None
+        if edge == self._edge:
+            return
+        self._edge = edge
+        if edge is not None:
+            self.set_selection(None)
+        self.edge_selection_changed.emit()
 
     @property
     def cursor(self) -> int | None:
@@ -119,3 +213,89 @@ class Document(QObject):
             return
         self._cursor = index
         self.cursor_changed.emit()
+
+    # ----- solver settings and the result cache ---------------------------------------------
+    @property
+    def settings(self) -> SolverSettings:
+        """What the Solve button runs."""
+        return self._settings
+
+    def set_settings(self, settings: SolverSettings) -> None:
+        if settings == self._settings:
+            return
+        self._settings = settings
+        self.settings_changed.emit()
+
+    def result_key(self) -> ResultKey | None:
+        """The cache key of the current graph, budgets and method."""
+        if self._graph is None:
+            return None
+        return (self._token, self._settings.method, tuple(sorted(self.budgets.items())))
+
+    def cache_result(self, key: ResultKey, result: SolveResult) -> None:
+        """Remember a finished solve; cancelled and failed runs are not worth keeping."""
+        if result.status in _CACHEABLE:
+            self._cache[key] = result
+
+    def cached_result(self, key: ResultKey | None = None) -> SolveResult | None:
+        """The result found before for ``key`` (default: the current setting), if any."""
+        key = self.result_key() if key is None else key
+        return self._cache.get(key) if key is not None else None
+
+    def is_result_current(self) -> bool:
+        """Whether the result on display was found for the current budgets and structure."""
+        result = self._result
+        if result is None or result.schedule is None or self._graph is None:
+            return result is None
+        return dict(result.schedule.budgets) == self.budgets
+
+    # ----- files -------------------------------------------------------------------------------
+    @property
+    def file_path(self) -> str | None:
+        """The project file this document was opened from or saved to."""
+        return self._file_path
+
+    def set_file_path(self, path: str | None) -> None:
+        if path == self._file_path:
+            return
+        self._file_path = path
+        self.file_path_changed.emit()
+
+    @property
+    def is_modified(self) -> bool:
+        """Edits since the last open or save."""
+        return not self.undo_stack.isClean()
+
+    def open(
+        self,
+        graph: Graph | None,
+        path: str | None = None,
+        settings: SolverSettings | None = None,
+        result: SolveResult | None = None,
+    ) -> None:
+        """Start over on a freshly loaded document: no undo history, no cache, clean."""
+        self.undo_stack.clear()
+        self._cache.clear()
+        if settings is not None:
+            self.set_settings(settings)
+        self.set_file_path(path)
+        self.set_graph(graph)
+        self.set_result(result)
+        if result is not None and result.schedule is not None and result.ok:
+            method = result.schedule.solver.method if result.schedule.solver else result.method
+            key = (self._token, method, tuple(sorted(result.schedule.budgets.items())))
+            self.cache_result(key, result)
+        self.undo_stack.setClean()
+
+    def _on_undo_stack_clean_changed(self, clean: bool) -> None:
+        self.modified_changed.emit(not clean)
+
+
+def _has_edge(graph: Graph, edge: tuple[str, str]) -> bool:
+    index = graph.index
+    source, target = edge
+    return (
+        source in index
+        and target in index
+        and (index[source], index[target]) in (graph.edge_number)
+    )

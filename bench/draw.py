@@ -96,6 +96,10 @@ def timed(action: Callable[[], object], repeat: int) -> float:
     return statistics.median(samples)
 
 
+def _middle(op) -> float:
+    return (op.start + op.end) / 2
+
+
 def pan_plot(view: QWidget):
     """The plot whose x range pans the view, if it has one."""
     if isinstance(view, GanttView):
@@ -134,8 +138,11 @@ def bench_view(name: str, make, graph: Graph, results: list[SolveResult], repeat
         pan_zoomed = timed(lambda: pan(0.02 * end), repeat)
         gantt = view if isinstance(view, GanttView) else getattr(view, "gantt", None)
         if gantt is not None:
-            spots = iter(range(1, 10**6))  # a new bar each time: no cached explanation
-            hover = timed(lambda: gantt.tooltip_at((next(spots) * 0.0137 * end) % end, 2.0), repeat)
+            # a different recomputed bar each time, so no explanation comes from the cache
+            ops = [op for op in document.timeline.ops if op.recompute and op.device == "gpu"]
+            lane = gantt.lanes.index("gpu")
+            spots = iter(ops[len(ops) // 3 :: 7])
+            hover = timed(lambda: gantt.tooltip_at(_middle(next(spots)), lane), repeat)
     view.close()
     return [name, first, redraw, pan_full, pan_zoomed, hover]
 

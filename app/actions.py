@@ -1,0 +1,201 @@
+"""The window's actions, menus and toolbar, built in one place so the window stays small.
+
+Actions only call intents on the document, the file controller or the solve controller; they
+hold no state. Undo/redo come from the document's ``QUndoStack`` (its texts show in the Edit
+menu). Shortcuts follow the platform (Ctrl+Z / Ctrl+Shift+Z, F5 to solve).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QMenu, QStyle, QToolBar
+
+from app.commands import AddNodeCommand, BuildTrainingGraphCommand, DeleteCommand
+from solver.examples import bundled_graphs
+
+if TYPE_CHECKING:
+    from app.main_window import MainWindow
+
+__all__ = ["WindowActions", "build_actions"]
+
+
+@dataclass
+class WindowActions:
+    """Named handles on the actions tests and menus use."""
+
+    new: QAction
+    open: QAction
+    save: QAction
+    save_as: QAction
+    import_graph: QAction
+    import_schedule: QAction
+    export_graph: QAction
+    quit: QAction
+    undo: QAction
+    redo: QAction
+    add_node: QAction
+    delete: QAction
+    build_training: QAction
+    solve: QAction
+    cancel: QAction
+    auto_solve: QAction
+    recent_menu: QMenu
+    examples_menu: QMenu
+
+
+def _action(window: MainWindow, text: str, slot, shortcut=None, tip: str = "", icon=None):
+    action = QAction(text, window)
+    if icon is not None:
+        action.setIcon(window.style().standardIcon(icon))
+    if shortcut is not None:
+        action.setShortcut(QKeySequence(shortcut))
+    if tip:
+        action.setToolTip(tip)
+        action.setStatusTip(tip)
+    action.triggered.connect(lambda *_: slot())
+    return action
+
+
+def build_actions(window: MainWindow) -> WindowActions:
+    """Create the actions, the menu bar and the main toolbar of ``window``."""
+    doc, files, solver = window.document, window.files, window.controller
+    keys, pixmap = QKeySequence.StandardKey, QStyle.StandardPixmap
+    undo = doc.undo_stack.createUndoAction(window, "&Undo")
+    undo.setShortcuts([QKeySequence(keys.Undo)])
+    redo = doc.undo_stack.createRedoAction(window, "&Redo")
+    redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+    actions = WindowActions(
+        new=_action(window, "&New Graph", files.new, keys.New, "Start an empty graph"),
+        open=_action(window, "&Open\u2026", files.ask_open, keys.Open,
+                     "Open a project or a graph file", pixmap.SP_DialogOpenButton),
+        save=_action(window, "&Save", files.save, keys.Save, "Save the project",
+                     pixmap.SP_DialogSaveButton),
+        save_as=_action(window, "Save &As\u2026", files.save_as, keys.SaveAs),
+        import_graph=_action(window, "Import &Graph\u2026", files.import_graph,
+                             tip="Replace the graph by a graph file's (undoable)"),
+        import_schedule=_action(window, "Import S&chedule\u2026", files.import_schedule,
+                                tip="Show a schedule file for this graph"),
+        export_graph=_action(window, "&Export Graph\u2026", files.export_graph,
+                             tip="Write the graph alone, for the command line"),
+        quit=_action(window, "&Quit", window.close, keys.Quit),
+        undo=undo,
+        redo=redo,
+        add_node=_action(window, "Add &Node", lambda: doc.edit(AddNodeCommand), "Ins",
+                         "Add a node (then connect it by dragging between nodes)"),
+        delete=_action(window, "&Delete", lambda: _delete_selection(window), keys.Delete,
+                       "Delete the selected node or edge"),
+        build_training=_action(window, "Build &Training Graph",
+                               lambda: doc.edit(BuildTrainingGraphCommand),
+                               tip="Add a loss and the backward pass to a forward graph"),
+        solve=_action(window, "&Solve", window.solver_panel.request_solve, "F5",
+                      "Solve with the current settings",
+                      pixmap.SP_MediaPlay),
+        cancel=_action(window, "&Cancel Solve", solver.cancel, "Shift+F5",
+                       "Stop the solve and keep the best schedule found", pixmap.SP_MediaStop),
+        auto_solve=QAction("&Auto-solve", window, checkable=True),
+        recent_menu=QMenu("Open &Recent", window),
+        examples_menu=QMenu("E&xamples", window),
+    )  # fmt: skip
+    actions.auto_solve.setToolTip("Solve again when a budget slider settles")
+    actions.auto_solve.toggled.connect(window.set_auto_solve)
+    _build_menus(window, actions)
+    _build_toolbar(window, actions)
+    return actions
+
+
+def _delete_selection(window: MainWindow) -> None:
+    doc = window.document
+    if doc.selection is not None:
+        doc.edit(DeleteCommand, (doc.selection,))
+    elif doc.selected_edge is not None:
+        doc.edit(DeleteCommand, (), (doc.selected_edge,))
+
+
+def _build_menus(window: MainWindow, a: WindowActions) -> None:
+    bar = window.menuBar()
+    file = bar.addMenu("&File")
+    file.addActions([a.new, a.open])
+    file.addMenu(a.recent_menu)
+    file.addMenu(a.examples_menu)
+    file.addSeparator()
+    file.addActions([a.save, a.save_as])
+    file.addSeparator()
+    file.addActions([a.import_graph, a.import_schedule, a.export_graph])
+    file.addSeparator()
+    file.addAction(a.quit)
+    a.recent_menu.aboutToShow.connect(lambda: _fill_recent(window, a.recent_menu))
+    for name in bundled_graphs():
+        a.examples_menu.addAction(name).triggered.connect(
+            lambda *_, n=name: window.files.open_example(n)
+        )
+    edit = bar.addMenu("&Edit")
+    edit.addActions([a.undo, a.redo])
+    edit.addSeparator()
+    edit.addActions([a.add_node, a.delete, a.build_training])
+    solve = bar.addMenu("&Solve")
+    solve.addActions([a.solve, a.cancel])
+    solve.addSeparator()
+    solve.addAction(a.auto_solve)
+    view = bar.addMenu("&View")
+    for dock in window.docks.values():
+        view.addAction(dock.toggleViewAction())
+    view.addSeparator()
+    view.addActions([window.graph_view.fit_action, window.graph_view.fold_action])
+    theme = view.addMenu("&Theme")
+    group = QActionGroup(window)
+    for name in ("light", "dark"):
+        action = theme.addAction(name.capitalize())
+        action.setCheckable(True)
+        action.setChecked(name == "light")
+        group.addAction(action)
+        action.triggered.connect(lambda *_, n=name: window.set_theme(n))
+    view.addSeparator()
+    view.addAction("Reset &Layout").triggered.connect(window.reset_layout)
+    if window.stepper is not None:
+        step = bar.addMenu("S&tep")
+        step.addActions(list(window.stepper.actions.values()))
+    help_menu = bar.addMenu("&Help")
+    help_menu.addAction("&About XEngine Studio").triggered.connect(window.show_about)
+
+
+def _fill_recent(window: MainWindow, menu: QMenu) -> None:
+    menu.clear()
+    files = window.settings.recent_files()
+    for path in files:
+        menu.addAction(os.path.basename(path)).triggered.connect(
+            lambda *_, p=path: window.files.open_recent(p)
+        )
+        menu.actions()[-1].setToolTip(path)
+    if not files:
+        menu.addAction("(none)").setEnabled(False)
+
+
+def _short(window: MainWindow, redo: bool) -> QAction:
+    """A toolbar twin of Undo/Redo with a fixed label (the command goes in the tooltip), so
+    the toolbar does not jump as the command text changes. Connected to the twin's own slots,
+    so the connections die with it."""
+    stack = window.document.undo_stack
+    twin = QAction("Redo" if redo else "Undo", window)
+    twin.triggered.connect(stack.redo if redo else stack.undo)
+    twin.setEnabled(stack.canRedo() if redo else stack.canUndo())
+    (stack.canRedoChanged if redo else stack.canUndoChanged).connect(twin.setEnabled)
+    (stack.redoTextChanged if redo else stack.undoTextChanged).connect(twin.setToolTip)
+    return twin
+
+
+def _build_toolbar(window: MainWindow, a: WindowActions) -> None:
+    bar = QToolBar("Main")
+    bar.setObjectName("main_toolbar")
+    bar.setMovable(False)
+    bar.setToolButtonStyle(bar.toolButtonStyle().ToolButtonTextBesideIcon)
+    bar.addActions([a.open, a.save])
+    bar.addSeparator()
+    bar.addActions([_short(window, redo=False), _short(window, redo=True)])
+    bar.addSeparator()
+    bar.addActions([a.solve, a.cancel])
+    window.addToolBar(bar)
+    window.graph_view.add_edit_actions([a.add_node, a.delete, a.build_training])

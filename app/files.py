@@ -1,0 +1,225 @@
+"""Opening, saving and importing files for the window, and the unsaved-changes question.
+
+Everything is read completely *before* the document is touched: a file that fails to load
+(malformed JSON, a cycle, an unknown device, a negative size) shows the core's one-line message
+in :class:`~app.dialogs.ErrorDialog` and leaves the current work exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QWidget
+
+from app.commands import ReplaceGraphCommand
+from app.dialogs import Choice, ErrorDialog, FileDialog, UnsavedChangesDialog
+from app.document import Document
+from app.edits import empty_graph
+from app.project import Project, load_any, result_from_schedule, save_project
+from app.settings import AppSettings
+from solver.errors import XEngineError
+from solver.examples import bundled_graphs
+from solver.formats import load_graph, load_schedule, save_graph
+
+__all__ = ["FileController", "PROJECT_SUFFIX", "OPEN_FILTERS"]
+
+logger = logging.getLogger(__name__)
+
+PROJECT_SUFFIX = ".xengine.json"
+OPEN_FILTERS = (
+    "Projects and graphs (*.xengine.json *.graph.json *.json);;"
+    "XEngine projects (*.xengine.json);;Graphs (*.graph.json);;All files (*)"
+)
+GRAPH_FILTERS = "Graphs (*.graph.json *.json);;All files (*)"
+SCHEDULE_FILTERS = "Schedules (*.schedule.json *.json);;All files (*)"
+
+
+class FileController(QObject):
+    """File actions of the window over ``document``; dialogs are parented to ``window``."""
+
+    status_message = Signal(str)
+    """A short message for the status bar (what was opened, saved, imported)."""
+    recent_changed = Signal()
+    """The recent-files list changed."""
+
+    def __init__(
+        self,
+        document: Document,
+        settings: AppSettings,
+        window: QWidget | None = None,
+        parent: QObject | None = None,
+    ):
+        super().__init__(parent)
+        self._document = document
+        self._settings = settings
+        self._window = window
+
+    # ----- naming -------------------------------------------------------------------------------
+    def display_name(self) -> str:
+        """The file name, or the graph name for a document never saved."""
+        if self._document.file_path:
+            return Path(self._document.file_path).name
+        graph = self._document.graph
+        return graph.name if graph is not None else "untitled"
+
+    # ----- open ---------------------------------------------------------------------------------
+    def maybe_save(self) -> bool:
+        """Ask to save unsaved edits; False means the user cancelled (keep everything)."""
+        if not self._document.is_modified:
+            return True
+        choice = UnsavedChangesDialog.ask(self._window, self.display_name())
+        if choice is Choice.SAVE:
+            return self.save()
+        return choice is Choice.DISCARD
+
+    def new(self) -> bool:
+        """Start an empty graph (a CPU and a GPU, no nodes)."""
+        if not self.maybe_save():
+            return False
+        self._document.open(empty_graph(), None, self._document.settings)
+        self.status_message.emit("New graph: double-click the graph view to add nodes.")
+        return True
+
+    def open_path(self, path: str | os.PathLike, remember: bool = True) -> bool:
+        """Open a project or a graph file; on error, say why and change nothing."""
+        path = os.fspath(path)
+        try:
+            project, is_project = load_any(path)
+        except XEngineError as exc:
+            self._fail(f"Could not open {Path(path).name}", exc)
+            return False
+        if not self.maybe_save():
+            return False
+        self._document.open(
+            project.graph,
+            path if is_project else None,
+            project.settings if is_project else self._document.settings,
+            project.result,
+        )
+        if remember:
+            self._settings.add_recent_file(path)
+            self._settings.set_last_dir(path)
+            self.recent_changed.emit()
+        notes = "; ".join(project.graph.notes)
+        self.status_message.emit(f"Opened {Path(path).name}" + (f" ({notes})" if notes else ""))
+        return True
+
+    def open_example(self, name: str) -> bool:
+        """Open a bundled graph (File > Examples)."""
+        return self.open_path(bundled_graphs()[name], remember=False)
+
+    def ask_open(self) -> bool:
+        path = FileDialog.open_path(self._window, "Open", self._settings.last_dir(), OPEN_FILTERS)
+        return self.open_path(path) if path else False
+
+    def open_recent(self, path: str) -> bool:
+        if not os.path.exists(path):
+            self._settings.remove_recent_file(path)
+            self.recent_changed.emit()
+        return self.open_path(path)
+
+    # ----- save ---------------------------------------------------------------------------------
+    def save(self) -> bool:
+        """Save the project to its file (asking for one the first time)."""
+        if self._document.file_path is None:
+            return self.save_as()
+        return self._write(self._document.file_path)
+
+    def save_as(self) -> bool:
+        if self._document.graph is None:
+            return False
+        folder = self._settings.last_dir()
+        suggestion = os.path.join(folder, _slug(self.display_name()) + PROJECT_SUFFIX)
+        path = FileDialog.save_path(
+            self._window, "Save project", suggestion, f"XEngine projects (*{PROJECT_SUFFIX})"
+        )
+        if not path:
+            return False
+        if not path.endswith(".json"):
+            path += PROJECT_SUFFIX
+        return self._write(path)
+
+    def _write(self, path: str) -> bool:
+        document = self._document
+        project = Project(document.graph, document.settings, document.result)
+        try:
+            save_project(project, path)
+        except OSError as exc:
+            self._fail(f"Could not save {Path(path).name}", exc)
+            return False
+        document.set_file_path(path)
+        document.undo_stack.setClean()
+        self._settings.add_recent_file(path)
+        self._settings.set_last_dir(path)
+        self.recent_changed.emit()
+        self.status_message.emit(f"Saved {Path(path).name}")
+        return True
+
+    def export_graph(self) -> bool:
+        """Write the graph alone, as a ``*.graph.json`` for the command line."""
+        graph = self._document.graph
+        if graph is None:
+            return False
+        suggestion = os.path.join(self._settings.last_dir(), _slug(graph.name) + ".graph.json")
+        path = FileDialog.save_path(self._window, "Export graph", suggestion, GRAPH_FILTERS)
+        if not path:
+            return False
+        try:
+            save_graph(graph, path)
+        except OSError as exc:
+            self._fail(f"Could not write {Path(path).name}", exc)
+            return False
+        self.status_message.emit(f"Exported the graph to {Path(path).name}")
+        return True
+
+    # ----- import -------------------------------------------------------------------------------
+    def import_graph(self, path: str | None = None) -> bool:
+        """Replace the graph by a graph file's, as one undoable edit."""
+        path = path or FileDialog.open_path(
+            self._window, "Import graph", self._settings.last_dir(), GRAPH_FILTERS
+        )
+        if not path:
+            return False
+        try:
+            graph = load_graph(path)
+        except XEngineError as exc:
+            self._fail(f"Could not import {Path(path).name}", exc)
+            return False
+        if self._document.graph is None:
+            self._document.open(graph, None, self._document.settings)
+        else:
+            self._document.edit(ReplaceGraphCommand, graph, f"Import {Path(path).name}")
+        self.status_message.emit(f"Imported the graph of {Path(path).name}")
+        return True
+
+    def import_schedule(self, path: str | None = None) -> bool:
+        """Show a schedule file for the current graph (replayed by the simulator)."""
+        graph = self._document.graph
+        if graph is None:
+            return False
+        path = path or FileDialog.open_path(
+            self._window, "Import schedule", self._settings.last_dir(), SCHEDULE_FILTERS
+        )
+        if not path:
+            return False
+        try:
+            result = result_from_schedule(graph, load_schedule(path, graph))
+        except XEngineError as exc:
+            self._fail(f"Could not import {Path(path).name}", exc)
+            return False
+        self._document.set_result(result)
+        valid = "valid" if result.ok else f"invalid: {result.message}"
+        self.status_message.emit(f"Imported schedule {Path(path).name} ({valid})")
+        return True
+
+    def _fail(self, title: str, exc: Exception) -> None:
+        logger.info("%s: %s", title, exc)
+        ErrorDialog.show_error(self._window, title, str(exc))
+
+
+def _slug(name: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip())
+    return keep.strip("-").lower() or "untitled"

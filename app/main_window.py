@@ -1,0 +1,283 @@
+"""The workbench: graph, devices, inspector and solver docks around the schedule views.
+
+:func:`run` is the GUI entry point (``python main.py [FILE]``). The schedule views in the centre
+are optional modules of ``app.views``; each is added if it imports, so the window works while
+they are being written. The layout, recent files and solver settings persist in QSettings;
+closing the window during a solve cancels it and waits for the worker threads.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import logging
+import sys
+from dataclasses import replace
+
+import pyqtgraph as pg
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+    QWidget,
+)
+
+from app.actions import build_actions
+from app.dialogs import ErrorDialog
+from app.document import Document
+from app.files import FileController
+from app.panels.devices import DevicesPanel
+from app.panels.inspector import InspectorPanel
+from app.panels.solver_panel import SolverPanel, status_text
+from app.settings import APPLICATION, ORGANIZATION, AppSettings
+from app.solving import SolveController
+from app.views.graph_view import GraphView
+from solver.examples import DEFAULT_EXAMPLE
+from solver.solve import SolveResult
+
+__all__ = ["MainWindow", "run", "CENTRAL_VIEWS"]
+
+logger = logging.getLogger(__name__)
+
+CENTRAL_VIEWS = (
+    ("app.views.schedule_view", "ScheduleView", "Schedule"),
+    ("app.views.matrices", "MatricesView", "R / S matrices"),
+    ("app.views.comparison", "ComparisonView", "Comparison"),
+    ("app.views.explorer", "ExplorerView", "Trade-off explorer"),
+)
+"""(module, class, tab title) of the schedule views, in tab order; missing ones are skipped."""
+STATUS_TIMEOUT_MS = 8000
+
+
+def _optional_view(module: str, name: str, document: Document) -> QWidget | None:
+    try:
+        view_class = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        logger.info("view %s.%s is not available: %s", module, name, exc)
+        return None
+    return view_class(document)
+
+
+class MainWindow(QMainWindow):
+    """The application window over one :class:`Document` (see module docstring)."""
+
+    def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("main_window")
+        self.settings = settings or AppSettings()
+        self.document = Document(self)
+        self.document.set_settings(self.settings.solver_settings())
+        self.controller = SolveController(self.document, self)
+        self.files = FileController(self.document, self.settings, self, self)
+        self.graph_view = GraphView(self.document)
+        self.devices_panel = DevicesPanel(self.document)
+        self.inspector = InspectorPanel(self.document)
+        self.solver_panel = SolverPanel(self.document, self.controller)
+        self.stepper = _optional_view("app.views.stepper", "StepperPanel", self.document)
+        self.schedule_tabs = self._build_central()
+        self.docks: dict[str, QDockWidget] = {}
+        self._build_docks()
+        self.result_label = QLabel()
+        self.statusBar().addPermanentWidget(self.result_label)
+        self.window_actions = build_actions(self)
+        self._default_state = self.saveState()
+        self._connect()
+        self._restore_layout()
+        self._on_document_title_changed()
+        self._on_document_settings_changed()
+
+    # ----- building -----------------------------------------------------------------------------
+    def _build_central(self) -> QTabWidget:
+        tabs = QTabWidget()
+        tabs.setObjectName("schedule_tabs")
+        tabs.setDocumentMode(True)
+        for module, name, title in CENTRAL_VIEWS:
+            view = _optional_view(module, name, self.document)
+            if view is not None:
+                tabs.addTab(view, title)
+        if tabs.count() == 0:
+            placeholder = QLabel("The schedule views are not installed.")
+            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            tabs.addTab(placeholder, "Schedule")
+        self.setCentralWidget(tabs)
+        return tabs
+
+    def _dock(self, key: str, title: str, widget: QWidget, area: Qt.DockWidgetArea):
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"{key}_dock")
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )
+        self.addDockWidget(area, dock)
+        self.docks[key] = dock
+        return dock
+
+    def _build_docks(self) -> None:
+        area = Qt.DockWidgetArea
+        self.setCorner(Qt.Corner.TopRightCorner, area.RightDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomRightCorner, area.RightDockWidgetArea)
+        self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
+        self.setDockOptions(
+            QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
+        )
+        graph = self._dock("graph", "Graph", self.graph_view, area.TopDockWidgetArea)
+        devices = self._dock("devices", "Devices", self.devices_panel, area.RightDockWidgetArea)
+        inspector = self._dock("inspector", "Inspector", self.inspector, area.RightDockWidgetArea)
+        solver = self._dock("solver", "Solver", self.solver_panel, area.RightDockWidgetArea)
+        self.tabifyDockWidget(devices, inspector)
+        devices.raise_()
+        if self.stepper is not None:
+            self._dock("stepper", "Step through", self.stepper, area.BottomDockWidgetArea)
+        self.resize(1480, 940)
+        self.resizeDocks([graph], [310], Qt.Orientation.Vertical)
+        self.resizeDocks([devices, solver], [360, 520], Qt.Orientation.Vertical)
+        self.resizeDocks([devices], [400], Qt.Orientation.Horizontal)
+
+    def _connect(self) -> None:
+        doc = self.document
+        doc.file_path_changed.connect(self._on_document_title_changed)
+        doc.modified_changed.connect(self._on_document_title_changed)
+        doc.graph_changed.connect(self._on_document_title_changed)
+        doc.settings_changed.connect(self._on_document_settings_changed)
+        doc.edit_refused.connect(self._on_document_edit_refused)
+        doc.selection_changed.connect(self._on_document_selection_changed)
+        doc.edge_selection_changed.connect(self._on_document_selection_changed)
+        doc.result_changed.connect(self._on_document_result_changed)
+        self.files.status_message.connect(self._show_message)
+        self.controller.running_changed.connect(self._on_controller_running_changed)
+        self.controller.failed.connect(self._on_controller_failed)
+        self._on_controller_running_changed(False)
+
+    def _restore_layout(self) -> None:
+        geometry, state = self.settings.window_state()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is not None:
+            self.restoreState(state)
+
+    # ----- public API -------------------------------------------------------------------------
+    def open_file(self, path: str) -> bool:
+        """Open a project or graph file (errors are shown; the document is left unchanged)."""
+        return self.files.open_path(path)
+
+    def open_example(self, name: str = DEFAULT_EXAMPLE) -> bool:
+        return self.files.open_example(name)
+
+    def set_auto_solve(self, on: bool) -> None:
+        self.document.set_settings(replace(self.document.settings, auto_solve=on))
+
+    def set_theme(self, name: str) -> None:
+        from app.theme import apply_theme
+
+        apply_theme(QApplication.instance(), name)
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+
+    def show_about(self) -> None:
+        QMessageBox.about(
+            self,
+            "About XEngine Studio",
+            "<b>XEngine Studio</b><br>Tensor rematerialization on CPU + GPU: XEngine's MIQP "
+            "solved with PuLP/CBC, every schedule replayed by the simulator.",
+        )
+
+    # ----- slots --------------------------------------------------------------------------------
+    def _show_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, STATUS_TIMEOUT_MS)
+
+    def _on_document_title_changed(self, *_: object) -> None:
+        self.setWindowTitle(f"{self.files.display_name()}[*] \u2014 XEngine Studio")
+        self.setWindowModified(self.document.is_modified)
+        has_graph = self.document.graph is not None
+        for action in (
+            self.window_actions.add_node,
+            self.window_actions.build_training,
+            self.window_actions.save,
+        ):
+            action.setEnabled(has_graph)
+
+    def _on_document_settings_changed(self) -> None:
+        self.window_actions.auto_solve.blockSignals(True)
+        self.window_actions.auto_solve.setChecked(self.document.settings.auto_solve)
+        self.window_actions.auto_solve.blockSignals(False)
+        self.settings.set_solver_settings(self.document.settings)
+
+    def _on_document_selection_changed(self) -> None:
+        doc = self.document
+        self.window_actions.delete.setEnabled(
+            doc.selection is not None or doc.selected_edge is not None
+        )
+        if doc.selection is not None or doc.selected_edge is not None:
+            self.docks["inspector"].raise_()
+
+    def _on_document_edit_refused(self, message: str) -> None:
+        self._show_message(f"Edit refused: {message}")
+        ErrorDialog.show_error(self, "This edit was refused", message)
+
+    def _on_document_result_changed(self) -> None:
+        result: SolveResult | None = self.document.result
+        if result is None:
+            self.result_label.setText("")
+            return
+        method = result.method + (f", {result.backend}" if result.backend else "")
+        self.result_label.setText(f"{status_text(result)} ({method})")
+        if not result.ok and result.message:
+            self._show_message(f"No schedule: {result.message}")
+
+    def _on_controller_running_changed(self, running: bool) -> None:
+        self.window_actions.solve.setEnabled(not running)
+        self.window_actions.cancel.setEnabled(running)
+        if running:
+            self.result_label.setText("Solving\u2026")
+
+    def _on_controller_failed(self, message: str) -> None:
+        self.result_label.setText("Solve failed")
+        ErrorDialog.show_error(self, "The solve failed", message)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        if not self.files.maybe_save():
+            event.ignore()
+            return
+        self.settings.set_window_state(self.saveGeometry(), self.saveState())
+        self.settings.set_solver_settings(self.document.settings)
+        self.controller.shutdown()
+        event.accept()
+
+
+def run(argv: list[str]) -> int:
+    """Create the application, open ``argv[1]`` (or the bundled example) and run the loop."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    QCoreApplication.setOrganizationName(ORGANIZATION)
+    QCoreApplication.setApplicationName(APPLICATION)
+    app = QApplication.instance() or QApplication(argv)
+    pg.setConfigOptions(antialias=True)
+    try:
+        from app.theme import apply_theme
+    except ImportError:
+        pg.setConfigOptions(background="w", foreground="k")
+    else:
+        apply_theme(app, "light")
+    window = MainWindow()
+    window.show()
+    path = next((a for a in argv[1:] if not a.startswith("-")), None)
+    if path is None or not window.open_file(path):
+        window.open_example(DEFAULT_EXAMPLE)
+    QTimer.singleShot(0, window.graph_view.canvas.fit)
+    # Move everything alive at startup out of the collector's reach: a full collection over
+    # the Qt, numpy and pyqtgraph objects takes 50-120 ms here, an event-loop stall each time.
+    gc.freeze()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv))

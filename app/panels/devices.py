@@ -1,0 +1,302 @@
+"""The devices panel: one budget slider per device, the links between devices, add/remove/rename.
+
+Each row shows where the budget sits between the two landmarks of spec/model.md §4: below
+``lower_bound(graph, device)`` that device cannot run all its nodes, at ``no_remat_peak(graph)``
+nothing needs recomputing. A slider drag previews budgets live and is one undo entry (pushed on
+release). Listens to ``graph_changed`` (rebuild) and ``budgets_changed`` (update values).
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.commands import (
+    AddDeviceCommand,
+    RemoveDeviceCommand,
+    RenameDeviceCommand,
+    SetBudgetCommand,
+    SetLinkCommand,
+)
+from app.document import Document
+from app.widgets import MarkedSlider, SizeEdit, exact_size_text
+from solver.bounds import lower_bound, no_remat_peak
+from solver.graph import Device, Graph
+from solver.units import format_size, parse_bandwidth
+
+__all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS"]
+
+SLIDER_STEPS = 1000
+LOWER_COLOUR = "#d62728"
+PEAK_COLOUR = "#2ca02c"
+
+
+class DeviceRow(QFrame):
+    """Name, kind, budget slider, exact field and percent-of-peak for one device."""
+
+    def __init__(self, document: Document, device: Device, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName(f"device_row_{device.name}")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self._document = document
+        self.device_name = device.name
+        self._press_memory: int | None = None
+        self._scale = 1
+        self.name_edit = QLineEdit(device.name)
+        self.name_edit.setToolTip("Rename the device (costs, links and methods follow)")
+        self.kind_label = QLabel(device.kind)
+        self.kind_label.setStyleSheet("color: palette(mid);")
+        self.remove_button = QToolButton()
+        self.remove_button.setText("\u2715")
+        self.remove_button.setToolTip(f"Remove {device.name}")
+        self.slider = MarkedSlider()
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.slider.setPageStep(SLIDER_STEPS // 20)
+        self.size_edit = SizeEdit()
+        self.size_edit.setFixedWidth(110)
+        self.percent_label = QLabel()
+        self.landmarks_label = QLabel()
+        self.landmarks_label.setStyleSheet("color: palette(mid); font-size: 8pt;")
+        self._layout()
+        self.name_edit.editingFinished.connect(self._on_name_edit_finished)
+        self.remove_button.clicked.connect(self._on_remove_button_clicked)
+        self.slider.sliderPressed.connect(self._on_slider_pressed)
+        self.slider.valueChanged.connect(self._on_slider_value_changed)
+        self.slider.sliderReleased.connect(self._on_slider_released)
+        self.size_edit.size_committed.connect(self._on_size_edit_committed)
+
+    def _layout(self) -> None:
+        grid = QGridLayout(self)
+        grid.setContentsMargins(8, 6, 8, 6)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(2)
+        head = QHBoxLayout()
+        self.name_edit.setMaximumWidth(120)
+        head.addWidget(self.name_edit)
+        head.addWidget(self.kind_label)
+        head.addStretch(1)
+        head.addWidget(self.percent_label)
+        head.addWidget(self.remove_button)
+        grid.addLayout(head, 0, 0, 1, 2)
+        grid.addWidget(self.slider, 1, 0)
+        grid.addWidget(self.size_edit, 1, 1)
+        grid.addWidget(self.landmarks_label, 2, 0, 1, 2)
+        grid.setColumnStretch(0, 1)
+
+    # ----- document -> widgets ----------------------------------------------------------------
+    def update_from(self, graph: Graph) -> None:
+        """Show the device's memory, the landmarks and the percent of the peak."""
+        device = graph.device(self.device_name)
+        low = lower_bound(graph, self.device_name) if graph.nodes else 0
+        peak = no_remat_peak(graph) if graph.nodes else 0
+        if peak > 0:
+            self._scale = int(device.fixed_memory + 1.25 * max(peak, low))
+        else:  # no nodes yet: nothing to compare with, so span twice the device memory
+            self._scale = max(2 * device.memory, 1)
+        self.slider.set_markers(
+            [] if peak <= 0 else [
+                (self._to_slider(device.fixed_memory + low), LOWER_COLOUR,
+                 f"lower bound {format_size(low)}: below it {device.name} cannot run all nodes"),
+                (self._to_slider(device.fixed_memory + peak), PEAK_COLOUR,
+                 f"no-remat peak {format_size(peak)}: at or above it nothing is recomputed"),
+            ]
+        )  # fmt: skip
+        with QSignalBlocker(self.slider):
+            self.slider.setValue(self._to_slider(device.memory))
+        self.size_edit.set_value(device.memory)
+        self.landmarks_label.setVisible(peak > 0)
+        self.landmarks_label.setText(
+            f"<span style='color:{LOWER_COLOUR}'>\u2502</span> lower bound {format_size(low)}"
+            f"&nbsp;&nbsp;<span style='color:{PEAK_COLOUR}'>\u2502</span> "
+            f"no-remat peak {format_size(peak)}"
+            + (
+                f"&nbsp;&nbsp;fixed {format_size(device.fixed_memory)}"
+                if device.fixed_memory
+                else ""
+            )
+        )
+        self.percent_label.setText(_percent_text(device.budget, low, peak))
+
+    def _to_slider(self, num_bytes: int) -> int:
+        return min(SLIDER_STEPS, round(SLIDER_STEPS * num_bytes / self._scale))
+
+    def _from_slider(self, value: int) -> int:
+        """Bytes for a slider position, snapped to a round step (1 MB, 10 MB...) so that a
+        dragged budget reads well in the exact field."""
+        step = 10 ** max(int(math.log10(max(self._scale / SLIDER_STEPS, 1))), 0)
+        return round(self._scale * value / SLIDER_STEPS / step) * step
+
+    # ----- widgets -> document ----------------------------------------------------------------
+    def _on_slider_pressed(self) -> None:
+        self._press_memory = self._document.budgets.get(self.device_name)
+
+    def _on_slider_value_changed(self, value: int) -> None:
+        memory = self._from_slider(value)
+        if self.slider.isSliderDown():
+            self._document.set_budgets({self.device_name: memory})  # live preview, no undo yet
+        else:
+            self._document.edit(SetBudgetCommand, self.device_name, memory)
+
+    def _on_slider_released(self) -> None:
+        old, self._press_memory = self._press_memory, None
+        memory = self._from_slider(self.slider.value())
+        if old is not None and old != memory:
+            self._document.edit(SetBudgetCommand, self.device_name, memory, old)
+
+    def _on_size_edit_committed(self, memory: int) -> None:
+        self._document.edit(SetBudgetCommand, self.device_name, memory)
+
+    def _on_name_edit_finished(self) -> None:
+        new = self.name_edit.text().strip()
+        if new != self.device_name and not self._document.edit(
+            RenameDeviceCommand, self.device_name, new
+        ):
+            self.name_edit.setText(self.device_name)
+
+    def _on_remove_button_clicked(self) -> None:
+        self._document.edit(RemoveDeviceCommand, self.device_name)
+
+
+def _percent_text(budget: int, low: int, peak: int) -> str:
+    if peak <= 0:
+        return ""
+    if budget < low:
+        return f"<span style='color:{LOWER_COLOUR}'>below lower bound</span>"
+    if budget >= peak:
+        ratio = budget / peak
+        return "<b>no remat</b>" + (f" ({ratio:.0f}\u00d7 peak)" if ratio >= 2 else "")
+    return f"<b>{100 * budget / peak:.0f} %</b> of peak"
+
+
+class DevicesPanel(QScrollArea):
+    """All device rows, an Add button and the link table.
+
+    Listens to ``document.graph_changed`` and ``document.budgets_changed``; edits go through
+    undo commands (``SetBudgetCommand``, ``RenameDeviceCommand``, ``SetLinkCommand``...).
+    """
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self.rows: dict[str, DeviceRow] = {}
+        self._shape: tuple = ()
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        body = QWidget()
+        self._rows_box = QVBoxLayout()
+        self._rows_box.setSpacing(6)
+        self.add_button = QPushButton("Add device")
+        self.add_button.clicked.connect(self._on_add_button_clicked)
+        self.links_table = QTableWidget(0, 3)
+        self.links_table.setHorizontalHeaderLabels(["Link", "Bandwidth", "Latency (ms)"])
+        self.links_table.verticalHeader().hide()
+        self.links_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.links_table.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked
+            | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.links_table.itemChanged.connect(self._on_links_table_item_changed)
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(self._rows_box)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.add_button)
+        layout.addLayout(buttons)
+        layout.addWidget(QLabel("<b>Links</b> (double-click to edit)"))
+        layout.addWidget(self.links_table)
+        layout.addStretch(1)
+        self.setWidget(body)
+        document.graph_changed.connect(self._on_document_graph_changed)
+        document.budgets_changed.connect(self._on_document_budgets_changed)
+        self._on_document_graph_changed()
+
+    def _on_document_graph_changed(self) -> None:
+        graph = self._document.graph
+        shape = tuple((d.name, d.kind) for d in graph.devices) if graph else ()
+        if shape != self._shape:
+            self._rebuild_rows(graph)
+            self._shape = shape
+        self._fill_links(graph)
+        self._on_document_budgets_changed()
+        self.add_button.setEnabled(graph is not None)
+
+    def _rebuild_rows(self, graph: Graph | None) -> None:
+        for row in self.rows.values():
+            self._rows_box.removeWidget(row)
+            row.deleteLater()
+        self.rows = {}
+        for device in graph.devices if graph else ():
+            row = DeviceRow(self._document, device)
+            self._rows_box.addWidget(row)
+            self.rows[device.name] = row
+
+    def _on_document_budgets_changed(self) -> None:
+        graph = self._document.graph
+        if graph is None:
+            return
+        for row in self.rows.values():
+            row.update_from(graph)
+
+    def _fill_links(self, graph: Graph | None) -> None:
+        links = graph.links if graph else ()
+        with QSignalBlocker(self.links_table):
+            self.links_table.setRowCount(len(links))
+            for r, link in enumerate(links):
+                name = QTableWidgetItem(f"{link.source} \u2192 {link.target}")
+                name.setFlags(name.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                name.setData(Qt.ItemDataRole.UserRole, (link.source, link.target))
+                self.links_table.setItem(r, 0, name)
+                self.links_table.setItem(r, 1, QTableWidgetItem(_bandwidth_text(link.bandwidth)))
+                self.links_table.setItem(r, 2, QTableWidgetItem(f"{link.latency_ms:g}"))
+        self.links_table.setFixedHeight(
+            self.links_table.horizontalHeader().height()
+            + sum(self.links_table.rowHeight(r) for r in range(len(links)))
+            + 4
+        )
+
+    def _on_links_table_item_changed(self, item: QTableWidgetItem) -> None:
+        source, target = self.links_table.item(item.row(), 0).data(Qt.ItemDataRole.UserRole)
+        try:
+            bandwidth = parse_bandwidth(self.links_table.item(item.row(), 1).text().strip())
+            latency = float(self.links_table.item(item.row(), 2).text())
+            if not (math.isfinite(latency) and latency >= 0):
+                raise ValueError(f"latency {latency} must be a number of ms >= 0")
+        except ValueError as exc:
+            self._document.edit_refused.emit(f"link {source} \u2192 {target}: {exc}")
+            self._fill_links(self._document.graph)
+            return
+        if not self._document.edit(SetLinkCommand, source, target, bandwidth, latency):
+            self._fill_links(self._document.graph)
+
+    def _on_add_button_clicked(self) -> None:
+        graph = self._document.graph
+        if graph is None:
+            return
+        i = graph.num_devices + 1
+        while f"dev{i}" in graph.device_index:
+            i += 1
+        self._document.edit(AddDeviceCommand, f"dev{i}")
+
+
+def _bandwidth_text(bandwidth: float) -> str:
+    if bandwidth == int(bandwidth):
+        return f"{exact_size_text(int(bandwidth))}/s"
+    return f"{bandwidth:g}"

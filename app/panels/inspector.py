@@ -1,0 +1,278 @@
+"""The inspector: edit the selected node (op, kind, memory, cost per device) or edge (transfers).
+
+With nothing selected it summarises the graph and says how to edit it. Values are refreshed in
+place while the same item stays selected, so tabbing from field to field keeps the focus.
+Listens to ``graph_changed``, ``selection_changed`` and ``edge_selection_changed``; every change
+is an undo command pushed through ``document.edit``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtGui import QDoubleValidator
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.commands import DeleteCommand, SetEdgeTransferCommand, SetNodePropertyCommand
+from app.document import Document
+from app.widgets import SizeEdit
+from solver.bounds import no_remat_peak
+from solver.graph import NODE_KINDS, Graph
+from solver.units import format_ms, format_size
+
+__all__ = ["InspectorPanel"]
+
+
+def _ms_edit() -> QLineEdit:
+    edit = QLineEdit()
+    validator = QDoubleValidator(0.0, 1e12, 6)
+    validator.setNotation(QDoubleValidator.Notation.StandardNotation)
+    edit.setValidator(validator)
+    return edit
+
+
+def _ms_text(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+class _NodePage(QWidget):
+    def __init__(self, document: Document):
+        super().__init__()
+        self._document = document
+        self.node_id: str | None = None
+        self._devices: tuple[str, ...] = ()
+        self.title = QLabel()
+        self.op_edit = QLineEdit()
+        self.kind_box = QComboBox()
+        self.kind_box.addItems(NODE_KINDS)
+        self.memory_edit = SizeEdit()
+        self.cost_edits: dict[str, QLineEdit] = {}
+        self.links_label = QLabel()
+        self.links_label.setWordWrap(True)
+        self.delete_button = QPushButton("Delete node")
+        self._form = QFormLayout()
+        self._form.addRow("Op", self.op_edit)
+        self._form.addRow("Kind", self.kind_box)
+        self._form.addRow("Memory", self.memory_edit)
+        self._costs = QFormLayout()
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addLayout(self._form)
+        heading = QLabel("<b>Cost per device</b> (ms; empty = cannot run there)")
+        heading.setWordWrap(True)
+        layout.addWidget(heading)
+        layout.addLayout(self._costs)
+        layout.addWidget(self.links_label)
+        layout.addWidget(self.delete_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addStretch(1)
+        self.op_edit.editingFinished.connect(self._on_op_edit_finished)
+        self.kind_box.activated.connect(self._on_kind_box_activated)
+        self.memory_edit.size_committed.connect(self._on_memory_edit_committed)
+        self.delete_button.clicked.connect(self._on_delete_button_clicked)
+
+    def show_node(self, graph: Graph, node_id: str) -> None:
+        node = graph.node(node_id)
+        self.node_id = node_id
+        devices = tuple(d.name for d in graph.devices)
+        if devices != self._devices:
+            self._rebuild_costs(devices)
+        self.title.setText(f"<b>{html.escape(node_id)}</b> &nbsp;node")
+        with QSignalBlocker(self.op_edit):
+            self.op_edit.setText(node.op)
+        with QSignalBlocker(self.kind_box):
+            self.kind_box.setCurrentText(node.kind)
+        self.memory_edit.set_value(node.memory)
+        for name, edit in self.cost_edits.items():
+            with QSignalBlocker(edit):
+                edit.setText(_ms_text(node.cost.get(name)))
+        k = graph.index[node_id]
+        inputs = ", ".join(graph.nodes[i].id for i in graph.inputs[k]) or "none"
+        users = ", ".join(graph.nodes[i].id for i in graph.users[k]) or "none"
+        self.links_label.setText(
+            f"<span style='color:palette(mid)'>inputs: {html.escape(inputs)}<br>"
+            f"used by: {html.escape(users)}</span>"
+        )
+
+    def _rebuild_costs(self, devices: tuple[str, ...]) -> None:
+        while self._costs.rowCount():
+            self._costs.removeRow(0)
+        self.cost_edits = {}
+        for name in devices:
+            edit = _ms_edit()
+            edit.setPlaceholderText("cannot run")
+            edit.editingFinished.connect(self._on_cost_edit_finished)
+            self._costs.addRow(name, edit)
+            self.cost_edits[name] = edit
+        self._devices = devices
+
+    def _on_op_edit_finished(self) -> None:
+        self._set("op", self.op_edit.text().strip())
+
+    def _on_kind_box_activated(self, _: int) -> None:
+        self._set("kind", self.kind_box.currentText())
+
+    def _on_memory_edit_committed(self, memory: int) -> None:
+        self._set("memory", memory)
+
+    def _on_cost_edit_finished(self) -> None:
+        cost = {}
+        for name, edit in self.cost_edits.items():
+            text = edit.text().strip()
+            if text:
+                cost[name] = float(text)
+        self._set("cost", cost)
+
+    def _set(self, field: str, value: object) -> None:
+        graph = self._document.graph
+        if graph is None or self.node_id not in graph.index:
+            return
+        current = getattr(graph.node(self.node_id), field)
+        if (dict(current) if field == "cost" else current) == value:
+            return
+        if not self._document.edit(SetNodePropertyCommand, self.node_id, field, value):
+            self.show_node(graph, self.node_id)  # refused: show the values still in force
+
+    def _on_delete_button_clicked(self) -> None:
+        if self.node_id is not None:
+            self._document.edit(DeleteCommand, (self.node_id,))
+
+
+class _EdgePage(QWidget):
+    def __init__(self, document: Document):
+        super().__init__()
+        self._document = document
+        self.key: tuple[str, str] | None = None
+        self._pairs: tuple[str, ...] = ()
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.transfer_edits: dict[str, QLineEdit] = {}
+        self._form = QFormLayout()
+        self.delete_button = QPushButton("Delete edge")
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        hint = QLabel("<b>Transfer time</b> (ms; empty = link model)")
+        hint.setWordWrap(True)
+        layout.addWidget(hint)
+        layout.addLayout(self._form)
+        layout.addWidget(self.delete_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addStretch(1)
+        self.delete_button.clicked.connect(self._on_delete_button_clicked)
+
+    def show_edge(self, graph: Graph, key: tuple[str, str]) -> None:
+        self.key = key
+        source, target = key
+        pairs = tuple(f"{a.name}->{b.name}" for a in graph.devices for b in graph.devices if a != b)
+        if pairs != self._pairs:
+            while self._form.rowCount():
+                self._form.removeRow(0)
+            self.transfer_edits = {}
+            for pair in pairs:
+                edit = _ms_edit()
+                edit.editingFinished.connect(self._on_transfer_edit_finished)
+                self._form.addRow(pair.replace("->", " \u2192 "), edit)
+                self.transfer_edits[pair] = edit
+            self._pairs = pairs
+        edge = next(e for e in graph.edges if (e.source, e.target) == key)
+        size = format_size(graph.node(source).memory)
+        self.title.setText(
+            f"<b>{html.escape(source)} \u2192 {html.escape(target)}</b> &nbsp;edge ({size})"
+        )
+        for pair, edit in self.transfer_edits.items():
+            a, b = pair.split("->")
+            model = (
+                graph.transfer_ms(source, target, a, b) if pair not in edge.transfer_ms else None
+            )
+            with QSignalBlocker(edit):
+                edit.setText(_ms_text(edge.transfer_ms.get(pair)))
+                edit.setPlaceholderText(
+                    "override"
+                    if model is None
+                    else f"{format_ms(model)} (link)"
+                    if math.isfinite(model)
+                    else "not allowed (no link)"
+                )
+
+    def _on_transfer_edit_finished(self) -> None:
+        graph = self._document.graph
+        if graph is None or self.key is None:
+            return
+        values = {
+            pair: float(edit.text()) for pair, edit in self.transfer_edits.items() if edit.text()
+        }
+        edge = next(e for e in graph.edges if (e.source, e.target) == self.key)
+        if values != dict(edge.transfer_ms):
+            self._document.edit(SetEdgeTransferCommand, *self.key, values)
+
+    def _on_delete_button_clicked(self) -> None:
+        if self.key is not None:
+            self._document.edit(DeleteCommand, (), (self.key,))
+
+
+class InspectorPanel(QScrollArea):
+    """Node, edge or graph properties of the current selection (see module docstring)."""
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.node_page = _NodePage(document)
+        self.edge_page = _EdgePage(document)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.summary.setContentsMargins(9, 9, 9, 9)
+        self.stack = QStackedWidget()
+        for page in (self.summary, self.node_page, self.edge_page):
+            self.stack.addWidget(page)
+        self.setWidget(self.stack)
+        document.graph_changed.connect(self._on_document_changed)
+        document.budgets_changed.connect(self._on_document_changed)
+        document.selection_changed.connect(self._on_document_changed)
+        document.edge_selection_changed.connect(self._on_document_changed)
+        self._on_document_changed()
+
+    def _on_document_changed(self) -> None:
+        graph = self._document.graph
+        node, edge = self._document.selection, self._document.selected_edge
+        if graph is not None and node in graph.index:
+            self.node_page.show_node(graph, node)
+            self.stack.setCurrentWidget(self.node_page)
+        elif (
+            graph is not None
+            and edge is not None
+            and any((e.source, e.target) == edge for e in graph.edges)
+        ):
+            self.edge_page.show_edge(graph, edge)
+            self.stack.setCurrentWidget(self.edge_page)
+        else:
+            self.summary.setText(_summary(graph))
+            self.stack.setCurrentWidget(self.summary)
+
+
+def _summary(graph: Graph | None) -> str:
+    if graph is None:
+        return "No graph open."
+    kinds = {k: sum(n.kind == k for n in graph.nodes) for k in NODE_KINDS}
+    counts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
+    peak = format_size(no_remat_peak(graph)) if graph.nodes else "\u2014"
+    return (
+        f"<b>{html.escape(graph.name)}</b><br>"
+        f"{graph.n} nodes ({counts or 'none'}), {len(graph.edges)} edges, "
+        f"{graph.num_devices} devices<br>no-remat peak: {peak}<br><br>"
+        "<span style='color:palette(mid)'>Click a node or an edge to edit it. Double-click the "
+        "graph background to add a node; drag from one node onto another to connect them.</span>"
+    )

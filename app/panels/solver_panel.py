@@ -1,0 +1,276 @@
+"""The solver panel: method, backend and limits; Solve/Cancel; live incumbent/bound and log.
+
+Settings are written to ``document.set_settings`` (and saved with the project); progress comes
+from the :class:`~app.solving.SolveController` in batches of at most ten per second, so the plot
+and the capped log are redrawn at most that often whatever CBC prints. Listens to
+``graph_changed`` (device-specific methods), ``settings_changed``, ``result_changed`` and the
+controller's ``started``/``progressed``/``finished``/``failed``/``running_changed``.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.document import Document
+from app.project import SolverSettings
+from app.solving import SolveController, format_objective
+from app.theme import colors_for
+from app.workers import SolveRequest
+from solver.backends import available_backends
+from solver.graph import Graph
+from solver.solve import SolveResult
+from solver.status import SolveStatus
+
+__all__ = ["SolverPanel", "method_choices", "LOG_MAX_LINES"]
+
+LOG_MAX_LINES = 2000
+"""The log keeps this many lines (QPlainTextEdit.setMaximumBlockCount)."""
+_BACKEND_LABELS = {"cbc": "CBC", "highs": "HiGHS"}
+_SINGLE = (
+    ("checkmate", "Checkmate on {d}"),
+    ("checkpoint-all", "Checkpoint all on {d}"),
+    ("chen-sqrtn", "Chen \u221an on {d}"),
+    ("chen-greedy", "Chen greedy on {d}"),
+)
+
+
+def method_choices(graph: Graph | None) -> list[tuple[str, str]]:
+    """``(label, solver.methods name)`` for every method the Solve button can run."""
+    choices = [("XEngine (all devices)", "xengine"), ("Checkmate (best device)", "checkmate")]
+    for name, label in _SINGLE:
+        for device in graph.devices if graph else ():
+            choices.append((label.format(d=device.name), f"{name}:{device.name}"))
+    return choices
+
+
+def status_text(result: SolveResult) -> str:
+    """One line saying how a solve ended, e.g. ``optimal · 9.01667 ms · 1.2 s``."""
+    parts = [result.status.value, format_objective(result.objective)]
+    if result.gap is not None and result.status is not SolveStatus.OPTIMAL:
+        parts.append(f"gap {100 * result.gap:.2g} %")
+    parts.append(f"{result.seconds:.1f} s")
+    return " \u00b7 ".join(parts)
+
+
+class SolverPanel(QWidget):
+    """See module docstring."""
+
+    def __init__(
+        self, document: Document, controller: SolveController, parent: QWidget | None = None
+    ):
+        super().__init__(parent)
+        self._document = document
+        self._controller = controller
+        self._times: list[float] = []
+        self._incumbents: list[float] = []
+        self._bounds: list[float] = []
+        self._build_items()
+        document.graph_changed.connect(self._on_document_graph_changed)
+        document.settings_changed.connect(self._on_document_settings_changed)
+        document.result_changed.connect(self._on_document_result_changed)
+        controller.started.connect(self._on_controller_started)
+        controller.progressed.connect(self._on_controller_progressed)
+        controller.finished.connect(self._on_controller_finished)
+        controller.failed.connect(self._on_controller_failed)
+        controller.running_changed.connect(self._on_controller_running_changed)
+        self._on_document_graph_changed()
+        self._on_controller_running_changed(False)
+
+    def _build_items(self) -> None:
+        self.method_box = QComboBox()
+        self.backend_box = QComboBox()
+        for backend in available_backends():
+            self.backend_box.addItem(_BACKEND_LABELS.get(backend, backend), backend)
+        self.time_limit_box = QDoubleSpinBox(decimals=0, minimum=1, maximum=86_400, suffix=" s")
+        self.gap_box = QDoubleSpinBox(decimals=3, minimum=0, maximum=50, suffix=" %")
+        self.gap_box.setSingleStep(0.1)
+        self.auto_box = QCheckBox("Auto-solve when a budget settles")
+        self.solve_button = QPushButton("Solve")
+        self.solve_button.setDefault(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.status_label = QLabel("Not solved yet.")
+        self.status_label.setWordWrap(True)
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.objective_label = QLabel(format_objective(None))
+        self.plot = pg.PlotWidget()
+        self.plot.setMinimumHeight(110)
+        self.plot.setMaximumHeight(170)
+        item = self.plot.getPlotItem()
+        item.setLabel("bottom", "time (s)")
+        item.setLabel("left", "ms")
+        item.showGrid(x=True, y=True, alpha=0.25)
+        item.addLegend(offset=(-6, 6), labelTextSize="8pt")
+        colors = colors_for(self)
+        self.incumbent_curve = item.plot(
+            [], [], pen=colors.pen(colors.kinds["forward"], 2), name="incumbent"
+        )
+        self.bound_curve = item.plot(
+            [], [], pen=colors.pen(colors.muted, 1.5, dashed=True), name="bound"
+        )
+        self.log = QPlainTextEdit(readOnly=True)
+        self.log.setMaximumBlockCount(LOG_MAX_LINES)
+        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        font.setPointSizeF(max(font.pointSizeF() - 1.5, 7))
+        self.log.setFont(font)
+        self.log.setPlaceholderText("The solver's log appears here.")
+        form = QFormLayout()
+        form.addRow("Method", self.method_box)
+        form.addRow("Backend", self.backend_box)
+        form.addRow("Time limit", self.time_limit_box)
+        form.addRow("Gap", self.gap_box)
+        form.addRow(self.auto_box)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.solve_button, 1)
+        buttons.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        summary = QHBoxLayout()
+        summary.addWidget(QLabel("Objective:"))
+        summary.addWidget(self.objective_label, 1)
+        layout.addLayout(summary)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.plot)
+        layout.addWidget(self.log, 1)
+        self.method_box.activated.connect(self._on_widgets_changed)
+        self.backend_box.activated.connect(self._on_widgets_changed)
+        self.time_limit_box.editingFinished.connect(self._on_widgets_changed)
+        self.gap_box.editingFinished.connect(self._on_widgets_changed)
+        self.auto_box.toggled.connect(self._on_widgets_changed)
+        self.solve_button.clicked.connect(self.request_solve)
+        self.cancel_button.clicked.connect(self._controller.cancel)
+
+    # ----- widgets -> document -----------------------------------------------------------------
+    def _on_widgets_changed(self, *_: object) -> None:
+        settings = replace(
+            self._document.settings,
+            method=self.method_box.currentData() or "xengine",
+            backend=self.backend_box.currentData() or "cbc",
+            time_limit_s=float(self.time_limit_box.value()),
+            gap_rel=float(self.gap_box.value()) / 100,
+            auto_solve=self.auto_box.isChecked(),
+        )
+        self._document.set_settings(settings)
+
+    def request_solve(self) -> None:
+        """Solve with the settings on screen, or say why not (Solve button, F5)."""
+        self._on_widgets_changed()  # a spin box still being edited counts
+        reason = self._controller.blocker()
+        if reason is not None:
+            self._show_status(f"Cannot solve: {reason}.", error=True)
+            return
+        self._controller.solve()
+
+    # ----- document -> widgets -----------------------------------------------------------------
+    def _on_document_graph_changed(self) -> None:
+        with QSignalBlocker(self.method_box):
+            self.method_box.clear()
+            for label, name in method_choices(self._document.graph):
+                self.method_box.addItem(label, name)
+        self._on_document_settings_changed()
+
+    def _on_document_settings_changed(self) -> None:
+        settings: SolverSettings = self._document.settings
+        with QSignalBlocker(self.method_box):
+            index = self.method_box.findData(settings.method)
+            self.method_box.setCurrentIndex(max(index, 0))
+        with QSignalBlocker(self.backend_box):
+            self.backend_box.setCurrentIndex(max(self.backend_box.findData(settings.backend), 0))
+        with QSignalBlocker(self.time_limit_box):
+            self.time_limit_box.setValue(settings.time_limit_s)
+        with QSignalBlocker(self.gap_box):
+            self.gap_box.setValue(100 * settings.gap_rel)
+        with QSignalBlocker(self.auto_box):
+            self.auto_box.setChecked(settings.auto_solve)
+        if self._document.graph is not None and self.method_box.currentData() != settings.method:
+            self._on_widgets_changed()  # the method named a device this graph does not have
+
+    def _on_document_result_changed(self) -> None:
+        result = self._document.result
+        if self._controller.is_running:
+            return
+        if result is None:
+            self.objective_label.setText(format_objective(None))
+            self._show_status("Not solved for this graph yet.")
+            return
+        self._show_result(result)
+
+    def _show_result(self, result: SolveResult) -> None:
+        self.objective_label.setText(f"<b>{format_objective(result.objective)}</b>")
+        text = html.escape(status_text(result))
+        if not self._document.is_result_current():
+            text += " <i>(for other budgets)</i>"
+        if result.ok:
+            self._show_status(text)
+        else:
+            self._show_status(f"{text}<br>{html.escape(result.message or '')}", error=True)
+
+    def _show_status(self, text: str, error: bool = False) -> None:
+        """Rich text; plain text takes the palette's colour, so it follows the theme."""
+        if error:
+            text = f"<span style='color:{colors_for(self).budget}'>{text}</span>"
+        self.status_label.setText(text)
+
+    # ----- controller -> widgets ---------------------------------------------------------------
+    def _on_controller_started(self, request: SolveRequest) -> None:
+        self._times, self._incumbents, self._bounds = [], [], []
+        self.incumbent_curve.setData([], [])
+        self.bound_curve.setData([], [])
+        self.log.clear()
+        self.objective_label.setText(format_objective(None))
+        self._show_status(f"Solving with {html.escape(request.method)}\u2026")
+
+    def _on_controller_progressed(self, batch: list) -> None:
+        lines = [p.log_line for p in batch if p.log_line]
+        if lines:
+            self.log.appendPlainText("\n".join(lines[-LOG_MAX_LINES:]))
+        for p in batch:
+            if p.incumbent is not None or p.bound is not None:
+                self._times.append(p.elapsed_s)
+                self._incumbents.append(np.nan if p.incumbent is None else p.incumbent)
+                self._bounds.append(np.nan if p.bound is None else p.bound)
+        if self._times:
+            x = np.asarray(self._times)
+            self.incumbent_curve.setData(x, np.asarray(self._incumbents), connect="finite")
+            self.bound_curve.setData(x, np.asarray(self._bounds), connect="finite")
+        last = batch[-1]
+        parts = [f"{last.elapsed_s:.1f} s"]
+        if last.incumbent is not None:
+            parts.append(f"incumbent {format_objective(last.incumbent)}")
+        if last.bound is not None:
+            parts.append(f"bound {format_objective(last.bound)}")
+        if last.gap is not None:
+            parts.append(f"gap {100 * last.gap:.2g} %")
+        self._show_status("Solving\u2026 " + " \u00b7 ".join(parts))
+
+    def _on_controller_finished(self, result: SolveResult) -> None:
+        for line in result.log_tail[-3:] if not self.log.toPlainText() else ():
+            self.log.appendPlainText(line)
+        self._show_result(result)
+
+    def _on_controller_failed(self, message: str) -> None:
+        self._show_status(f"The solve failed: {html.escape(message)}", error=True)
+
+    def _on_controller_running_changed(self, running: bool) -> None:
+        self.solve_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)

@@ -1,0 +1,202 @@
+"""Running solves for the window: one current worker, progress throttled, results cached.
+
+The controller turns "Solve" into a :class:`~app.workers.SolveRequest` snapshot, starts a
+:class:`~app.workers.SolveWorker`, batches its progress reports and hands them out at most ten
+times a second (CBC prints thousands of lines; the GUI must not redraw per line). A result is
+cached under the request's key; only the current request's result is put on display, so an
+older solve that finishes late never overwrites a newer one. With auto-solve on, a budget change
+that settles (no change for ``AUTO_SOLVE_DELAY_MS``) shows the cached result or starts a solve.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+
+from app.document import Document
+from app.workers import SolveRequest, SolveWorker
+from solver.solve import SolveOptions, SolveResult
+from solver.status import Progress
+
+__all__ = ["SolveController", "format_objective"]
+
+logger = logging.getLogger(__name__)
+
+FLUSH_INTERVAL_MS = 100
+"""Progress is handed to the views at most every 100 ms (<= 10 Hz)."""
+AUTO_SOLVE_DELAY_MS = 600
+"""How long the budgets must stay unchanged before an auto-solve starts."""
+
+
+def format_objective(value: float | None) -> str:
+    """How an objective (total schedule time in ms) is shown everywhere in the window."""
+    return "\u2014" if value is None else f"{value:.6g} ms"
+
+
+class SolveController(QObject):
+    """Starts, cancels and reports solves of ``document`` (see module docstring).
+
+    Listens to ``budgets_changed``, ``graph_changed`` and ``settings_changed`` (show a cached
+    result; auto-solve). Writes ``document.set_result`` and ``document.cache_result``.
+    """
+
+    started = Signal(object)
+    """A solve started (the :class:`SolveRequest`)."""
+    progressed = Signal(list)
+    """A batch of :class:`Progress` reports of the current solve, at most 10 per second."""
+    finished = Signal(object)
+    """The current solve ended with this :class:`SolveResult` (also when cancelled)."""
+    failed = Signal(str)
+    """The current solve raised; the message is one line."""
+    running_changed = Signal(bool)
+    """A solve started (True) or the current one ended (False)."""
+
+    def __init__(self, document: Document, parent: QObject | None = None):
+        super().__init__(parent)
+        self._document = document
+        self._ids = itertools.count(1)
+        self._current: SolveWorker | None = None
+        self._pending: list[Progress] = []
+        self._closed = False
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self._on_flush_timer_timeout)
+        self._auto_timer = QTimer(self)
+        self._auto_timer.setSingleShot(True)
+        self._auto_timer.setInterval(AUTO_SOLVE_DELAY_MS)
+        self._auto_timer.timeout.connect(self._on_auto_timer_timeout)
+        document.budgets_changed.connect(self._on_document_setting_changed)
+        document.settings_changed.connect(self._on_document_setting_changed)
+
+    # ----- state --------------------------------------------------------------------------------
+    @property
+    def is_running(self) -> bool:
+        return self._current is not None
+
+    @property
+    def current_request(self) -> SolveRequest | None:
+        return self._current.request if self._current is not None else None
+
+    def blocker(self) -> str | None:
+        """Why Solve cannot run now, or ``None`` when it can."""
+        graph = self._document.graph
+        if graph is None:
+            return "open a graph first"
+        if not graph.nodes:
+            return "the graph has no nodes; add some first"
+        return None
+
+    # ----- actions ------------------------------------------------------------------------------
+    def solve(self) -> SolveRequest | None:
+        """Start a solve of the current graph, budgets and settings (cancelling one running)."""
+        if self.blocker() is not None:
+            return None
+        self._drop_current()
+        document = self._document
+        settings = document.settings
+        request = SolveRequest(
+            request_id=next(self._ids),
+            graph=document.graph,
+            method=settings.method,
+            options=SolveOptions(
+                backend=settings.backend,
+                time_limit_s=settings.time_limit_s,
+                gap_rel=settings.gap_rel,
+            ),
+            key=document.result_key(),
+        )
+        worker = SolveWorker(request)
+        worker.signals.progress.connect(lambda p, w=worker: self._on_worker_progress(w, p))
+        worker.signals.finished.connect(lambda r, w=worker: self._on_worker_finished(w, r))
+        worker.signals.failed.connect(lambda m, w=worker: self._on_worker_failed(w, m))
+        self._current = worker
+        self._pending = []
+        worker.start()
+        logger.info("solve %d started: %s", request.request_id, request.method)
+        self._flush_timer.start()
+        self.started.emit(request)
+        self.running_changed.emit(True)
+        return request
+
+    def cancel(self) -> None:
+        """Stop the current solve; its incumbent (if any) still arrives as the result."""
+        if self._current is not None:
+            self._current.cancel()
+
+    def shutdown(self, timeout_ms: int = 30_000) -> bool:
+        """Cancel every solve and background task, then wait for the threads (window close)."""
+        self._closed = True  # late signals of our workers are ignored from now on
+        self._auto_timer.stop()
+        self._flush_timer.stop()
+        self._current = None
+        SolveWorker.cancel_all()
+        try:
+            from app.views.background import BackgroundTask
+        except ImportError:
+            pass
+        else:
+            BackgroundTask.cancel_all()
+        done = QThreadPool.globalInstance().waitForDone(timeout_ms)
+        if not done:
+            logger.warning("background solves still running after %d ms", timeout_ms)
+        return done
+
+    def _drop_current(self) -> None:
+        if self._current is not None:
+            self._current.cancel()  # its late result is cached if it is worth caching
+            self._current = None
+            self.running_changed.emit(False)
+
+    # ----- worker -> GUI ------------------------------------------------------------------------
+    def _on_worker_progress(self, worker: SolveWorker, progress: Progress) -> None:
+        if worker is self._current and not self._closed:
+            self._pending.append(progress)
+
+    def _on_worker_finished(self, worker: SolveWorker, result: SolveResult) -> None:
+        if self._closed:
+            return
+        if worker.request.key is not None:
+            self._document.cache_result(worker.request.key, result)
+        if worker is not self._current:
+            return
+        self._on_flush_timer_timeout()
+        self._current = None
+        self._flush_timer.stop()
+        logger.info(
+            "solve %d finished: %s %s", worker.request.request_id, result.status.value,
+            format_objective(result.objective),
+        )  # fmt: skip
+        self._document.set_result(result)
+        self.finished.emit(result)
+        self.running_changed.emit(False)
+
+    def _on_worker_failed(self, worker: SolveWorker, message: str) -> None:
+        if worker is not self._current or self._closed:
+            return
+        self._current = None
+        self._flush_timer.stop()
+        self.failed.emit(message)
+        self.running_changed.emit(False)
+
+    def _on_flush_timer_timeout(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self.progressed.emit(batch)
+
+    # ----- cached results and auto-solve ----------------------------------------------------
+    def _on_document_setting_changed(self) -> None:
+        cached = self._document.cached_result()
+        if cached is not None:
+            self._document.set_result(cached)
+        if self._document.settings.auto_solve:
+            self._auto_timer.start()
+
+    def _on_auto_timer_timeout(self) -> None:
+        if self._document.cached_result() is not None:
+            return
+        request = self.current_request
+        if request is not None and request.key == self._document.result_key():
+            return  # already solving exactly this
+        self.solve()

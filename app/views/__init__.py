@@ -1,0 +1,1 @@
+"""Views of the document: each a ``QWidget`` built as ``View(document, parent=None)``."""

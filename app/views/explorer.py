@@ -1,0 +1,397 @@
+"""The memory/time trade-off: schedule time as one device's budget shrinks.
+
+Sweeps the chosen device's activation budget from the no-rematerialization peak (nothing needs
+recomputing) down to its lower bound (below it the device cannot run every node), solving each
+point with XEngine over all devices and with the best single device (Checkmate). Where the two
+curves part is where heterogeneity pays. Clicking a point puts its schedule on display.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QSignalBlocker, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.document import Document
+from app.theme import colors_for, style_plot
+from app.views.background import BackgroundTask
+from app.views.plotting import byte_unit, configure_plot, install_export_action
+from solver.bounds import lower_bound, no_remat_peak
+from solver.graph import Graph
+from solver.solve import SolveOptions
+from solver.sweep import SweepPoint, budget_steps, sweep_budgets
+from solver.units import format_ms, format_size
+
+__all__ = ["ExplorerView", "sweep_fractions"]
+
+logger = logging.getLogger(__name__)
+
+SERIES = {"xengine": "XEngine (all devices)", "checkmate": "best single device (Checkmate)"}
+
+
+def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:
+    """Fractions of the no-rematerialization peak, from 1 down to ``device``'s lower bound.
+
+    When the device's current budget is below its lower bound (only a heterogeneous schedule
+    can run there, which is XEngine's point), the sweep goes on down to it, and the lower bound
+    itself stays one of the points. Fractions are rounded up a hair so that
+    ``int(fraction * peak)`` never lands below the bound.
+    """
+    peak = no_remat_peak(graph)
+    if peak <= 0:
+        return [1.0]
+    bound = min(lower_bound(graph, device) / peak + 1e-6, 1.0)
+    current = graph.device(device).budget / peak + 1e-6
+    bottom = max(min(bound, current), 1e-3)
+    fractions = set(budget_steps(1.0, bottom, steps)) | {round(bound, 6)}
+    return sorted(fractions, reverse=True)
+
+
+class ExplorerView(QWidget):
+    """Time versus one device's budget, for XEngine and for the best single device.
+
+    Listens to ``graph_changed`` (devices and stale points), ``budgets_changed`` (the current
+    budget marker) and ``result_changed`` (the point on display is ringed). Writes
+    ``document.set_result`` when a point is clicked.
+    """
+
+    sweep_finished = Signal(object)
+    """A sweep ended (the list of :class:`SweepPoint`, partial after a cancel)."""
+
+    def __init__(
+        self,
+        document: Document,
+        parent: QWidget | None = None,
+        options: SolveOptions | None = None,
+    ):
+        super().__init__(parent)
+        self._document = document
+        self._options = options
+        self._points: list[SweepPoint] = []
+        self._expected = 0
+        self._swept = ""
+        self._task: BackgroundTask | None = None
+        self._build_items()
+        document.graph_changed.connect(self._on_document_graph_changed)
+        document.budgets_changed.connect(self._on_document_budgets_changed)
+        document.result_changed.connect(self._on_document_result_changed)
+        self._fill_devices()
+        self._redraw()
+
+    # ----- public API -------------------------------------------------------------------------
+    @property
+    def plot(self) -> pg.PlotItem:
+        return self._plot
+
+    @property
+    def points(self) -> list[SweepPoint]:
+        return list(self._points)
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    @property
+    def scatter(self) -> dict[str, pg.ScatterPlotItem]:
+        """The clickable points by method ("xengine", "checkmate")."""
+        return dict(self._scatter)
+
+    def run(self, device: str | None = None, steps: int | None = None) -> None:
+        """Start a sweep of ``device`` (default: the chosen one) in ``steps`` budgets."""
+        graph = self._document.graph
+        if graph is None:
+            return
+        self.cancel()
+        device = device or self._device.currentText() or graph.devices[-1].name
+        steps = steps or self._steps.value()
+        with QSignalBlocker(self._device):
+            self._device.setCurrentText(device)
+        fractions = sweep_fractions(graph, device, steps)
+        options = self._solve_options()
+        self._points = []
+        self._expected = len(fractions) * len(SERIES)
+        self._swept = device
+        task = BackgroundTask(
+            lambda report, cancel: sweep_budgets(
+                graph, device, fractions, tuple(SERIES), options, on_point=report, cancel=cancel
+            ),
+            "sweep",
+        )
+        task.signals.item.connect(functools.partial(self._on_task_item, task))
+        task.signals.finished.connect(functools.partial(self._on_task_finished, task))
+        task.signals.failed.connect(functools.partial(self._on_task_failed, task))
+        self._task = task
+        task.start()
+        self._status.setText(f"Sweeping {device} in {len(fractions)} budgets…")
+        self._redraw()
+
+    def cancel(self) -> None:
+        """Stop the sweep; the points so far stay."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+            self._status.setText(f"Cancelled after {len(self._points)} solves.")
+            self._redraw_controls()
+
+    # ----- building ---------------------------------------------------------------------------
+    def _build_items(self) -> None:
+        self._device = QComboBox()
+        self._steps = QSpinBox(minimum=2, maximum=30, value=6)
+        self._steps.setSuffix(" budgets")
+        self._run = QPushButton("Sweep")
+        self._run.clicked.connect(self._on_run_clicked)
+        self._stop = QPushButton("Cancel")
+        self._stop.clicked.connect(self._on_stop_clicked)
+        self._progress = QProgressBar()
+        self._progress.setFormat("%v / %m solves")
+        self._status = QLabel()
+        self._status.setWordWrap(True)
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Budget of"))
+        for widget in (self._device, self._steps, self._run, self._stop, self._progress):
+            controls.addWidget(widget)
+        controls.addWidget(self._status, 1)
+        self._legend = QLabel()
+        self._legend.setContentsMargins(6, 0, 6, 0)
+        self._chart = pg.PlotWidget()
+        self._plot = self._chart.getPlotItem()
+        configure_plot(self._plot, colors_for(self), None)
+        style_plot(self._chart, colors_for(self))
+        self._plot.showGrid(x=True, y=True, alpha=0.25)
+        self._plot.getViewBox().setDefaultPadding(0.06)
+        install_export_action(self._chart.scene(), self)
+        self._lines: dict[str, pg.PlotDataItem] = {}
+        self._scatter: dict[str, pg.ScatterPlotItem] = {}
+        for method in reversed(SERIES):  # XEngine last: on top where the curves meet
+            line = pg.PlotDataItem()
+            self._plot.addItem(line)
+            # XEngine's circles sit inside the larger squares where both curves agree
+            size = 9 if method == "xengine" else 14
+            scatter = pg.ScatterPlotItem(size=size, hoverable=True, tip=_point_tip)
+            scatter.sigClicked.connect(self._on_scatter_clicked)
+            self._plot.addItem(scatter)
+            self._lines[method], self._scatter[method] = line, scatter
+        self._infeasible = pg.ScatterPlotItem(size=10, symbol="x")
+        self._plot.addItem(self._infeasible)
+        self._shown = pg.ScatterPlotItem(size=20, brush=None)
+        self._plot.addItem(self._shown)
+        # the peak is the right end of the sweep: its label goes left of the line
+        self._marks = {
+            name: pg.InfiniteLine(
+                angle=90,
+                movable=False,
+                label=name,
+                labelOpts={"position": position, "anchors": [anchor, anchor]},
+            )
+            for name, position, anchor in (
+                ("current", 0.97, (0, 0)),
+                ("lower bound", 0.90, (0, 0)),
+                ("no-remat peak", 0.97, (1, 0)),
+            )
+        }
+        for mark in self._marks.values():
+            self._plot.addItem(mark, ignoreBounds=True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(controls)
+        layout.addWidget(self._legend)
+        layout.addWidget(self._chart, 1)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            style_plot(self._chart, colors_for(self))
+            self._redraw()
+
+    # ----- slots ------------------------------------------------------------------------------
+    def _on_run_clicked(self) -> None:
+        self.run()
+
+    def _on_stop_clicked(self) -> None:
+        self.cancel()
+
+    def _on_document_graph_changed(self) -> None:
+        self.cancel()
+        self._points = []
+        self._swept = ""
+        self._fill_devices()
+        self._status.setText("")
+        self._redraw()
+
+    def _on_document_budgets_changed(self) -> None:
+        self._redraw_marks()
+
+    def _on_document_result_changed(self) -> None:
+        self._redraw_shown()
+
+    def _on_task_item(self, task: BackgroundTask, point: SweepPoint) -> None:
+        if task is self._task:
+            self._points.append(point)
+            self._redraw()
+
+    def _on_task_finished(self, task: BackgroundTask, points: list[SweepPoint]) -> None:
+        if task is not self._task:
+            return
+        self._task = None
+        self._points = list(points)
+        bad = sum(p.total_ms is None for p in points)
+        self._status.setText(
+            f"Done: {len(points)} solves"
+            + (f", {bad} infeasible (×)." if bad else ".")
+            + " Click a point to see its schedule."
+        )
+        self._redraw()
+        self.sweep_finished.emit(list(points))
+
+    def _on_task_failed(self, task: BackgroundTask, message: str) -> None:
+        if task is self._task:
+            self._task = None
+            self._status.setText(f"Sweep failed: {message}")
+            self._redraw()
+
+    def _on_scatter_clicked(self, _item, points, _event=None) -> None:
+        if len(points):
+            self.open_point(points[0].data())
+
+    def open_point(self, point: SweepPoint) -> None:
+        """Put the schedule of a sweep point on display (what a click does)."""
+        if point is not None and point.result.ok:
+            self._document.set_result(point.result)
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def _solve_options(self) -> SolveOptions:
+        if self._options is not None:
+            return self._options
+        settings = getattr(self._document, "settings", None)
+        if settings is None:
+            return SolveOptions()
+        return SolveOptions(
+            backend=settings.backend, time_limit_s=settings.time_limit_s, gap_rel=settings.gap_rel
+        )
+
+    def _fill_devices(self) -> None:
+        graph = self._document.graph
+        names = [d.name for d in graph.devices] if graph is not None else []
+        with QSignalBlocker(self._device):
+            self._device.clear()
+            self._device.addItems(names)
+            gpus = [d.name for d in graph.devices if d.kind == "gpu"] if graph is not None else []
+            if gpus or names:
+                self._device.setCurrentText((gpus or names)[0])
+
+    def _unit(self) -> tuple[str, int]:
+        graph = self._document.graph
+        return byte_unit(no_remat_peak(graph) if graph is not None else 0)
+
+    def _redraw(self) -> None:
+        self._redraw_controls()
+        colors = colors_for(self)
+        unit, scale = self._unit()
+        device = self._swept or self._device.currentText()
+        self._plot.setLabel("bottom", f"{device} activation budget ({unit})")
+        self._plot.setLabel("left", "schedule time (ms)")
+        styles = {"xengine": (colors.transfer, "o"), "checkmate": (colors.device(0), "s")}
+        bad_x, bad_y = [], []
+        feasible = [p.total_ms for p in self._points if p.total_ms is not None]
+        floor = min(feasible, default=0.0)
+        for method, (color, symbol) in styles.items():
+            pts = sorted((p for p in self._points if p.method == method), key=lambda p: p.budget)
+            good = [p for p in pts if p.total_ms is not None]
+            x = np.array([p.budget / scale for p in good])
+            y = np.array([p.total_ms for p in good])
+            self._lines[method].setData(x, y, pen=colors.pen(color, 2), symbol=None)
+            self._scatter[method].setData(
+                x=x,
+                y=y,
+                data=good,
+                symbol=symbol,
+                brush=color,
+                pen=colors.pen(colors.background, 1),
+            )
+            bad_x += [p.budget / scale for p in pts if p.total_ms is None]
+            bad_y += [floor for p in pts if p.total_ms is None]
+        self._infeasible.setData(bad_x, bad_y, pen=colors.pen(colors.budget, 2), brush=None)
+        swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
+        legend = [
+            (colors.transfer, "●", SERIES["xengine"]),
+            (colors.device(0).name(), "■", SERIES["checkmate"]),
+            (colors.budget, "×", "infeasible"),
+        ]
+        self._legend.setText(" &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in legend))
+        if self._points:
+            self._plot.getViewBox().autoRange(padding=0.06)  # now, not at the next paint
+        self._redraw_marks()
+        self._redraw_shown()
+
+    def _redraw_controls(self) -> None:
+        has_graph = self._document.graph is not None
+        self._run.setEnabled(has_graph and self._task is None)
+        self._stop.setEnabled(self._task is not None)
+        self._progress.setRange(0, max(self._expected, 1))
+        self._progress.setValue(len(self._points))
+        if not self._points and self._task is None and not self._status.text():
+            self._status.setText("Choose a device and press Sweep.")
+
+    def _redraw_marks(self) -> None:
+        graph = self._document.graph
+        colors = colors_for(self)
+        device = self._swept or self._device.currentText()
+        if graph is None or device not in graph.device_index:
+            for mark in self._marks.values():
+                mark.setVisible(False)
+            return
+        _, scale = self._unit()
+        values = {
+            "current": graph.device(device).budget,
+            "no-remat peak": no_remat_peak(graph),
+            "lower bound": lower_bound(graph, device),
+        }
+        for name, mark in self._marks.items():
+            mark.setPen(colors.pen(colors.budget if name == "current" else colors.muted, 1, True))
+            mark.label.setColor(colors.budget if name == "current" else colors.muted)
+            mark.setPos(values[name] / scale)
+            mark.setVisible(bool(self._points) or name == "current")
+            mark.label.setFormat(f"{name} {format_size(values[name])}")
+
+    def _redraw_shown(self) -> None:
+        colors = colors_for(self)
+        _, scale = self._unit()
+        shown = [p for p in self._points if p.result is self._document.result and p.total_ms]
+        self._shown.setData(
+            [p.budget / scale for p in shown],
+            [p.total_ms for p in shown],
+            pen=colors.pen(colors.selection, 2),
+            brush=None,
+        )
+        if shown:
+            self._chart.setToolTip(
+                f"on display: {shown[0].method} at {format_size(shown[0].budget)}, "
+                f"{format_ms(shown[0].total_ms)}"
+            )
+
+
+def _point_tip(x: float, y: float, data: SweepPoint) -> str:
+    method = SERIES.get(data.method, data.method)
+    return (
+        f"{method}\n{data.device} budget {format_size(data.budget)} "
+        f"({data.fraction:.0%} of the no-remat peak)\ntime {format_ms(y)} · click to open"
+    )
+
+
+if __name__ == "__main__":
+    from app.views.demo import run_demo
+
+    raise SystemExit(run_demo(ExplorerView))

@@ -1,0 +1,405 @@
+"""Gantt chart of the schedule on display: what ran where, when, and what was copied.
+
+One lane per device and, below it, one lane per outgoing device link for transfers. First
+computations are filled with their kind's colour (forward, loss, backward); recomputations are a
+lighter, hatched, outlined version of it; transfers have their own colour. Everything is drawn
+from the simulator's timeline, never from solver variables.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.document import Document
+from app.theme import colors_for, style_plot
+from app.views.gantt_text import op_tooltip, summary_html, transfer_tooltip
+from app.views.plotting import (
+    HoverProxy,
+    configure_plot,
+    install_export_action,
+    result_matches,
+)
+from solver.explain import recompute_reason
+from solver.graph import NODE_KINDS
+
+__all__ = ["Bar", "GanttView"]
+
+logger = logging.getLogger(__name__)
+
+_OP_HEIGHT = 0.72
+_TRANSFER_HEIGHT = 0.5
+_MAX_LABELS = 250
+_HIT_PIXELS = 3.0
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One drawn bar: an operation (``index`` into ``timeline.ops``) or a transfer (into
+    ``timeline.transfers``)."""
+
+    what: str
+    index: int
+    lane: int
+    start: float
+    end: float
+    node: str
+
+
+class GanttView(QWidget):
+    """Operations and transfers over time, one lane per device and per device link.
+
+    Listens to ``graph_changed``, ``result_changed``, ``selection_changed``, ``cursor_changed``.
+    A click selects the node under the mouse (``document.set_selection``; a transfer selects its
+    tensor, empty space clears); a double click also moves the step cursor to that operation.
+    Items are built once; ``_redraw`` only feeds them arrays.
+    """
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self._lanes: tuple[str, ...] = ()
+        self._is_link = np.zeros(0, dtype=bool)
+        self._bars: list[tuple[np.ndarray, np.ndarray, list[Bar]]] = []
+        self._reasons: dict[int, str] = {}
+        self._label_timer = QTimer(self, singleShot=True, interval=0)
+        self._build_items()
+        document.graph_changed.connect(self._on_document_graph_changed)
+        document.result_changed.connect(self._on_document_result_changed)
+        document.selection_changed.connect(self._on_document_selection_changed)
+        document.cursor_changed.connect(self._on_document_cursor_changed)
+        self._redraw()
+        self.reset_view()
+
+    # ----- public API -------------------------------------------------------------------------
+    @property
+    def plot(self) -> pg.PlotItem:
+        """The plot, for x-linking other views to it."""
+        return self._plot
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        """Lane names from top to bottom: devices and ``"src → dst"`` links."""
+        return self._lanes
+
+    def layer(self, name: str) -> pg.BarGraphItem:
+        """The bar item of one layer: a node kind (first computations), ``"recompute:<kind>"``,
+        ``"transfer"``, ``"selection"`` or ``"cursor"``."""
+        return self._layers[name]
+
+    def bar_at(self, time: float, lane: float, tolerance: float = 0.0) -> Bar | None:
+        """The bar under ``(time, lane)`` in plot coordinates, if any."""
+        row = int(round(lane))
+        if not 0 <= row < len(self._bars) or abs(lane - row) > _OP_HEIGHT / 2:
+            return None
+        starts, ends, bars = self._bars[row]
+        j = int(np.searchsorted(starts, time + tolerance, side="right")) - 1
+        for k in (j, j - 1, j + 1):
+            if 0 <= k < len(bars) and starts[k] - tolerance <= time <= ends[k] + tolerance:
+                return bars[k]
+        return None
+
+    def tooltip_at(self, time: float, lane: float, tolerance: float = 0.0) -> str:
+        """The hover text for ``(time, lane)``, or ``""`` over empty space."""
+        bar = self.bar_at(time, lane, tolerance)
+        return self._tooltip(bar) if bar is not None else ""
+
+    def reset_view(self) -> None:
+        """Show the whole schedule."""
+        timeline = self._document.timeline
+        end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
+        self._plot.setYRange(-0.6, max(len(self._lanes), 1) - 0.4, padding=0.0)
+
+    # ----- building -----------------------------------------------------------------------
+    def _build_items(self) -> None:
+        self._header = QLabel()
+        self._header.setTextFormat(Qt.TextFormat.RichText)
+        # a long summary may be cut rather than force the whole view wider
+        self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._legend = QLabel()
+        self._legend.setTextFormat(Qt.TextFormat.RichText)
+        reset = QToolButton(text="Reset view", toolTip="Show the whole schedule (zoom: wheel)")
+        reset.clicked.connect(self.reset_view)
+        top = QHBoxLayout()
+        top.setContentsMargins(6, 2, 6, 0)
+        top.addWidget(self._header, 1)
+        top.addWidget(self._legend)
+        top.addWidget(reset)
+        self._widget = pg.PlotWidget()
+        self._plot = self._widget.getPlotItem()
+        colors = colors_for(self)
+        configure_plot(self._plot, colors)
+        self._plot.invertY(True)
+        self._plot.setMouseEnabled(x=True, y=False)
+        self._plot.hideButtons()
+        install_export_action(self._widget.scene(), self)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(top)
+        layout.addWidget(self._widget, 1)
+        self._layers: dict[str, pg.BarGraphItem] = {}
+        names = [*NODE_KINDS, *(f"recompute:{k}" for k in NODE_KINDS)]
+        names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "selection", "cursor"]
+        for name in names:
+            item = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
+            self._layers[name] = item
+            self._plot.addItem(item)
+        self._labels: list[pg.TextItem] = []
+        self._label_font = QFont(self.font())
+        self._label_font.setPointSizeF(max(self._label_font.pointSizeF() - 1, 7))
+        self._cursor_line = pg.InfiniteLine(angle=90, movable=False)
+        self._plot.addItem(self._cursor_line, ignoreBounds=True)
+        self._hover = HoverProxy(self._widget.scene(), self._on_scene_hovered)
+        self._widget.scene().sigMouseClicked.connect(self._on_scene_clicked)
+        self._plot.getViewBox().sigRangeChanged.connect(self._label_timer.start)
+        self._plot.getViewBox().sigResized.connect(self._label_timer.start)
+        self._label_timer.timeout.connect(self._place_labels)
+        self._restyle()
+
+    def _restyle(self) -> None:
+        """Apply the theme's colours to every layer (also on a palette change)."""
+        colors = colors_for(self)
+        style_plot(self._widget, colors)
+        for kind in NODE_KINDS:
+            fill = colors.kind(kind)
+            self._layers[kind].setOpts(brush=fill, pen=colors.pen(fill.darker(135), 1))
+            self._layers[f"recompute:{kind}"].setOpts(
+                brush=colors.recompute(kind), pen=colors.pen(fill, 1.4)
+            )
+            self._layers[f"hatch:{kind}"].setOpts(
+                brush=colors.recompute_brush(kind), pen=pg.mkPen(None)
+            )
+        transfer = QColor(colors.transfer)
+        self._layers["transfer"].setOpts(brush=transfer, pen=colors.pen(transfer.darker(135), 1))
+        self._layers["selection"].setOpts(
+            brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5)
+        )
+        self._layers["cursor"].setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.cursor, 3))
+        self._cursor_line.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
+        swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
+        items = [(colors.kinds[k], "■", k) for k in ("forward", "loss", "backward")]
+        items += [(colors.kinds["forward"], "▨", "recompute"), (colors.transfer, "■", "transfer")]
+        self._legend.setText(" &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in items))
+        self._legend.setMinimumWidth(self._legend.sizeHint().width() + 12)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._restyle()
+            self._redraw()
+
+    # ----- slots ------------------------------------------------------------------------------
+    def _on_document_graph_changed(self) -> None:
+        self._on_document_result_changed()
+
+    def _on_document_result_changed(self) -> None:
+        self._reasons.clear()
+        self._redraw()
+        self.reset_view()
+
+    def _on_document_selection_changed(self) -> None:
+        self._redraw_selection()
+
+    def _on_document_cursor_changed(self) -> None:
+        self._redraw_cursor()
+
+    def _on_scene_hovered(self, pos: QPointF) -> None:
+        vb = self._plot.getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            return
+        point = vb.mapSceneToView(pos)
+        text = self.tooltip_at(point.x(), point.y(), _HIT_PIXELS * vb.viewPixelSize()[0])
+        if text:
+            QToolTip.showText(QCursor.pos(), text, self._widget)
+        else:
+            QToolTip.hideText()
+
+    def _on_scene_clicked(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        vb = self._plot.getViewBox()
+        if not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        point = vb.mapSceneToView(event.scenePos())
+        bar = self.bar_at(point.x(), point.y(), _HIT_PIXELS * vb.viewPixelSize()[0])
+        self._document.set_selection(bar.node if bar is not None else None)
+        if bar is not None and bar.what == "op" and event.double():
+            self._document.set_cursor(bar.index)
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        timeline = self._document.timeline
+        self._lanes = self._lane_names()
+        self._is_link = np.array([" → " in name for name in self._lanes], dtype=bool)
+        lane_of = {name: j for j, name in enumerate(self._lanes)}
+        bars: list[list[Bar]] = [[] for _ in self._lanes]
+        if timeline is not None:
+            for j, op in enumerate(timeline.ops):
+                lane = lane_of[op.device]
+                bars[lane].append(Bar("op", j, lane, op.start, op.end, op.node))
+            for j, tr in enumerate(timeline.transfers):
+                lane = lane_of[f"{tr.source} → {tr.target}"]
+                bars[lane].append(Bar("transfer", j, lane, tr.start, tr.end, tr.tensor))
+        self._bars = []
+        for row in bars:
+            row.sort(key=lambda b: b.start)
+            starts = np.array([b.start for b in row], dtype=float)
+            ends = np.array([b.end for b in row], dtype=float)
+            self._bars.append((starts, ends, row))
+        self._fill_layers()
+        ticks = [(j, name) for j, name in enumerate(self._lanes)]
+        self._plot.getAxis("left").setTicks([ticks, []])
+        end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        pad = 0.02 * max(end, 1e-9)
+        self._plot.setLimits(
+            xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(self._lanes), 1) - 0.3
+        )
+        self._header.setText(summary_html(self._document.result, colors_for(self)))
+        self._header.setToolTip(self._header.text())
+        self._redraw_selection()
+        self._redraw_cursor()
+        self._label_timer.start()
+
+    def _fill_layers(self) -> None:
+        timeline = self._document.timeline
+        lane_of = {name: j for j, name in enumerate(self._lanes)}
+        ops = timeline.ops if timeline is not None else ()
+        for kind in NODE_KINDS:
+            first = [op for op in ops if op.kind == kind and not op.recompute]
+            again = [op for op in ops if op.kind == kind and op.recompute]
+            self._set_bars(kind, [(op.start, op.end, lane_of[op.device]) for op in first])
+            spans = [(op.start, op.end, lane_of[op.device]) for op in again]
+            self._set_bars(f"recompute:{kind}", spans)
+            self._set_bars(f"hatch:{kind}", spans)
+        transfers = timeline.transfers if timeline is not None else ()
+        spans = [(tr.start, tr.end, lane_of[f"{tr.source} → {tr.target}"]) for tr in transfers]
+        self._set_bars("transfer", spans)
+
+    def _set_bars(self, layer: str, spans: list[tuple[float, float, int]]) -> None:
+        """Feed one layer ``(start, end, lane)`` spans; link lanes get thinner bars."""
+        data = np.array(spans, dtype=float).reshape(-1, 3)
+        lanes = data[:, 2].astype(int)
+        heights = np.where(self._is_link[lanes], _TRANSFER_HEIGHT, _OP_HEIGHT)
+        self._layers[layer].setOpts(
+            x0=data[:, 0], width=data[:, 1] - data[:, 0], y=data[:, 2], height=heights
+        )
+
+    def _redraw_selection(self) -> None:
+        selected = self._document.selection
+        spans = [
+            (bar.start, bar.end, bar.lane)
+            for _, _, row in self._bars
+            for bar in row
+            if selected is not None and bar.node == selected
+        ]
+        self._set_bars("selection", spans)
+
+    def _redraw_cursor(self) -> None:
+        op = self._document.cursor_op
+        timeline = self._document.timeline
+        spans = []
+        if op is not None and timeline is not None:
+            lane_of = {name: j for j, name in enumerate(self._lanes)}
+            spans.append((op.start, op.end, lane_of[op.device]))
+            for tr in timeline.transfers:
+                if tr.stage == op.stage and tr.consumer == op.node and tr.target == op.device:
+                    spans.append((tr.start, tr.end, lane_of[f"{tr.source} → {tr.target}"]))
+        self._set_bars("cursor", spans)
+        self._cursor_line.setVisible(op is not None)
+        if op is not None:
+            self._cursor_line.setPos(op.start)
+
+    def _lane_names(self) -> tuple[str, ...]:
+        graph = self._document.graph
+        timeline = self._document.timeline
+        devices = [d.name for d in graph.devices] if graph is not None else []
+        if timeline is not None:
+            devices += [d for d in timeline.devices if d not in devices]
+        pairs = [(lk.source, lk.target) for lk in graph.links] if graph is not None else []
+        if timeline is not None:
+            pairs += [(t.source, t.target) for t in timeline.transfers]
+        lanes: list[str] = []
+        for device in devices:
+            lanes.append(device)
+            for source, target in dict.fromkeys(pairs):
+                if source == device:
+                    lanes.append(f"{source} → {target}")
+        return tuple(lanes)
+
+    # ----- labels and tooltips ----------------------------------------------------------------
+    def _place_labels(self) -> None:
+        """Name the bars wide enough to hold their name (a pool of text items, reused)."""
+        vb = self._plot.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        pixel = vb.viewPixelSize()[0] or 1.0
+        metrics = QFontMetrics(self._label_font)
+        wanted: list[tuple[Bar, str]] = []
+        for starts, ends, row in self._bars:
+            visible = np.nonzero((ends >= x0) & (starts <= x1))[0]
+            for j in visible:
+                bar = row[j]
+                width = (min(bar.end, x1) - max(bar.start, x0)) / pixel
+                if width > metrics.horizontalAdvance(bar.node) + 6:
+                    wanted.append((bar, bar.node))
+                if len(wanted) >= _MAX_LABELS:
+                    break
+        colors = colors_for(self)
+        while len(self._labels) < len(wanted):
+            label = pg.TextItem(anchor=(0.5, 0.5))
+            label.setFont(self._label_font)
+            self._plot.addItem(label, ignoreBounds=True)
+            self._labels.append(label)
+        for label, (bar, text) in zip(self._labels, wanted, strict=False):
+            middle = (max(bar.start, x0) + min(bar.end, x1)) / 2
+            label.setText(text, color=self._label_color(bar, colors))
+            label.setPos(middle, bar.lane)
+            label.setVisible(True)
+        for label in self._labels[len(wanted) :]:
+            label.setVisible(False)
+
+    def _label_color(self, bar: Bar, colors) -> str:
+        timeline = self._document.timeline
+        if bar.what == "op" and timeline is not None and timeline.ops[bar.index].recompute:
+            return colors.foreground
+        return colors.text_on_bar
+
+    def _tooltip(self, bar: Bar) -> str:
+        timeline = self._document.timeline
+        if bar.what == "transfer":
+            return transfer_tooltip(timeline.transfers[bar.index])
+        op = timeline.ops[bar.index]
+        graph = self._document.graph
+        operator = graph.node(op.node).op if graph is not None and op.node in graph.index else ""
+        reason = self._reason(bar.index) if op.recompute else ""
+        return op_tooltip(op, operator, timeline.budgets.get(op.device, 0), reason)
+
+    def _reason(self, index: int) -> str:
+        if index not in self._reasons:
+            result = self._document.result
+            graph = self._document.graph
+            if not result_matches(graph, result):
+                return ""
+            self._reasons[index] = recompute_reason(graph, result.schedule, result.timeline, index)
+        return self._reasons[index]
+
+
+if __name__ == "__main__":
+    from app.views.demo import run_demo
+
+    raise SystemExit(run_demo(GanttView))

@@ -1,0 +1,356 @@
+"""The graphics items of the graph editor: operator boxes and edge arrows.
+
+A node box is coloured by kind (the theme's forward/loss/backward colours, as in the Gantt), its
+height grows with the square root of its output size, and its second line shows op and memory.
+During a step-through each box carries one chip per device, coloured by the status of its
+tensor there (``solver.explain``: resident, computing, transferred, freed).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPainterPathStroker,
+    QPen,
+    QPolygonF,
+)
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
+
+from app.theme import Colors
+from solver.graph import Graph, Node
+from solver.units import format_ms, format_size
+
+__all__ = ["NodeItem", "EdgeItem", "NODE_WIDTH", "STATUS_LABELS", "status_colour"]
+
+NODE_WIDTH = 118.0
+MIN_HEIGHT = 34.0
+MAX_HEIGHT = 58.0
+CHIP_HEIGHT = 11.0
+DASH = "\u2014"
+STATUS_LABELS = {
+    "computing": "computing",
+    "resident": "resident",
+    "transferred": "copied in",
+    "freed": "freed",
+}
+
+
+def status_colour(status: str, colors: Colors) -> QColor:
+    """Chip fill for a residency status."""
+    return QColor(
+        {
+            "computing": colors.cursor,
+            "resident": colors.muted if colors.dark else "#4d4d4d",
+            "transferred": colors.transfer,
+            "freed": colors.background,
+        }.get(status, colors.background)
+    )
+
+
+def _mix(a: QColor, b: QColor, amount: float) -> QColor:
+    return QColor(
+        round(a.red() + (b.red() - a.red()) * amount),
+        round(a.green() + (b.green() - a.green()) * amount),
+        round(a.blue() + (b.blue() - a.blue()) * amount),
+    )
+
+
+class NodeItem(QGraphicsItem):
+    """One operator: a rounded box centred on its position, with chips in step mode."""
+
+    def __init__(self, node: Node, height: float, colors: Colors):
+        super().__init__()
+        self.node = node
+        self.node_id = node.id
+        self._height = height
+        self._colors = colors
+        self._selected = False
+        self._hovered = False
+        self._drop_target = False
+        self._residency: Mapping[str, str] | None = None
+        self._devices: tuple[str, ...] = ()
+        self.setAcceptHoverEvents(True)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setZValue(2)
+
+    # ----- state ---------------------------------------------------------------------------------
+    def set_selected(self, selected: bool) -> None:
+        if selected != self._selected:
+            self._selected = selected
+            self.update()
+
+    def set_drop_target(self, on: bool) -> None:
+        if on != self._drop_target:
+            self._drop_target = on
+            self.update()
+
+    def set_residency(self, devices: tuple[str, ...], residency: Mapping[str, str] | None) -> None:
+        """Device statuses of this node's tensor (``None``: not stepping)."""
+        self.prepareGeometryChange()
+        self._devices = devices
+        self._residency = residency
+        self.update()
+
+    @property
+    def is_selected(self) -> bool:
+        return self._selected
+
+    @property
+    def residency(self) -> Mapping[str, str] | None:
+        """Device statuses shown on the chips (``None`` when not stepping)."""
+        return self._residency
+
+    @property
+    def box(self) -> QRectF:
+        return QRectF(-NODE_WIDTH / 2, -self._height / 2, NODE_WIDTH, self._height)
+
+    def anchor(self, side: str) -> QPointF:
+        """A point on the box edge (``left``, ``right``, ``top``, ``bottom``) in scene units."""
+        box = self.box.translated(self.pos())
+        return {
+            "left": QPointF(box.left(), box.center().y()),
+            "right": QPointF(box.right(), box.center().y()),
+            "top": QPointF(box.center().x(), box.top()),
+            "bottom": QPointF(box.center().x(), box.bottom() + self._chips_height()),
+        }[side]
+
+    def _chips_height(self) -> float:
+        return CHIP_HEIGHT + 3 if self._residency is not None else 0.0
+
+    # ----- QGraphicsItem ------------------------------------------------------------------------
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        return self.box.adjusted(-4, -4, 4, 4 + self._chips_height())
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addRoundedRect(self.box.adjusted(0, 0, 0, self._chips_height()), 6, 6)
+        return path
+
+    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._hovered = True
+        self.update()
+
+    def hoverLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._hovered = False
+        self.update()
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        colors = self._colors
+        kind = colors.kind(self.node.kind)
+        background = QColor(colors.background)
+        faded = self._residency is not None and not any(
+            s in ("resident", "computing", "transferred") for s in self._residency.values()
+        )
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setOpacity(0.4 if faded else 1.0)
+        box = self.box
+        fill = _mix(kind, background, 0.82 if not self._hovered else 0.7)
+        if self._selected or self._drop_target:
+            glow = QColor(colors.selection if self._selected else colors.transfer)
+            glow.setAlpha(60)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(glow)
+            painter.drawRoundedRect(box.adjusted(-4, -4, 4, 4), 9, 9)
+        outline = QColor(colors.selection) if self._selected else kind
+        painter.setPen(QPen(outline, 2.2 if self._selected else 1.0))
+        painter.setBrush(fill)
+        painter.drawRoundedRect(box, 6, 6)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(kind)
+        accent = QPainterPath()
+        accent.addRoundedRect(QRectF(box.left(), box.top(), 10, box.height()), 6, 6)
+        clip = QPainterPath()
+        clip.addRect(QRectF(box.left(), box.top(), 5, box.height()))
+        painter.drawPath(accent.intersected(clip))
+        self._paint_text(painter, box)
+        if self._residency is not None:
+            painter.setOpacity(1.0)
+            self._paint_chips(painter, box)
+
+    def _paint_text(self, painter: QPainter, box: QRectF) -> None:
+        colors = self._colors
+        text_box = box.adjusted(10, 3, -5, -3)
+        title = QFont()
+        title.setPointSizeF(8.5)
+        title.setBold(True)
+        metrics = QFontMetricsF(title)
+        painter.setFont(title)
+        painter.setPen(QColor(colors.foreground))
+        name = metrics.elidedText(self.node.id, Qt.TextElideMode.ElideMiddle, text_box.width())
+        detail = " \u00b7 ".join(p for p in (format_size(self.node.memory), self.node.op) if p)
+        small = QFont()
+        small.setPointSizeF(7.5)
+        small_metrics = QFontMetricsF(small)
+        detail = small_metrics.elidedText(detail, Qt.TextElideMode.ElideRight, text_box.width())
+        total = metrics.height() + small_metrics.height()
+        top = text_box.center().y() - total / 2
+        painter.drawText(
+            QRectF(text_box.left(), top, text_box.width(), metrics.height()),
+            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+            name,
+        )
+        painter.setFont(small)
+        painter.setPen(QColor(colors.muted))
+        painter.drawText(
+            QRectF(
+                text_box.left(), top + metrics.height(), text_box.width(), small_metrics.height()
+            ),
+            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+            detail,
+        )
+
+    def _paint_chips(self, painter: QPainter, box: QRectF) -> None:
+        colors = self._colors
+        count = max(len(self._devices), 1)
+        gap = 3.0
+        width = (box.width() - gap * (count - 1)) / count
+        font = QFont()
+        font.setPointSizeF(6.5)
+        painter.setFont(font)
+        for i, device in enumerate(self._devices):
+            status = self._residency.get(device, "")
+            rect = QRectF(box.left() + i * (width + gap), box.bottom() + 3, width, CHIP_HEIGHT)
+            fill = status_colour(status, colors)
+            if status in ("", "freed"):
+                pen = QPen(QColor(colors.muted), 0.8)
+                if status == "freed":
+                    pen.setStyle(Qt.PenStyle.DashLine)
+                painter.setPen(pen)
+                painter.setBrush(QColor(colors.background))
+                text = QColor(colors.muted)
+            else:
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(fill)
+                text = QColor("#ffffff")
+            painter.drawRoundedRect(rect, 3, 3)
+            painter.setPen(text)
+            painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), device)
+
+    # ----- tooltip --------------------------------------------------------------------------------
+    def describe(self, graph: Graph) -> str:
+        """Rich-text tooltip: op, kind, memory, per-device cost, inputs, and residency."""
+        node = self.node
+        rows = [
+            f"<b>{html.escape(node.id)}</b> &nbsp;<i>{html.escape(node.kind)}</i>",
+            f"op: {html.escape(node.op or DASH)}",
+            f"memory: {format_size(node.memory)} ({node.memory:,} B)",
+        ]
+        costs = []
+        for device in graph.devices:
+            ms = node.cost.get(device.name)
+            costs.append(
+                f"{html.escape(device.name)} {format_ms(ms) if ms is not None else 'cannot run'}"
+            )
+        rows.append("cost: " + ", ".join(costs))
+        k = graph.index[node.id]
+        inputs = [graph.nodes[i].id for i in graph.inputs[k]]
+        if inputs:
+            rows.append("inputs: " + html.escape(", ".join(inputs)))
+        if self._residency is not None:
+            where = [
+                f"{html.escape(d)}: {STATUS_LABELS.get(s, s)}" for d, s in self._residency.items()
+            ]
+            rows.append("now: " + (", ".join(where) if where else "not computed yet"))
+        return "<br>".join(rows)
+
+
+class EdgeItem(QGraphicsPathItem):
+    """A curved arrow from the source box to the target box."""
+
+    ARROW = 7.0
+
+    def __init__(self, source: NodeItem, target: NodeItem, colors: Colors):
+        super().__init__()
+        self.source = source
+        self.target = target
+        self.key = (source.node_id, target.node_id)
+        self._colors = colors
+        self._emphasis = 0  # 0 normal, 1 touches the selected node, 2 selected edge
+        self._head = QPolygonF()
+        self.setZValue(1)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.update_path()
+
+    def set_emphasis(self, level: int) -> None:
+        if level != self._emphasis:
+            self._emphasis = level
+            self.setZValue(1 + level)
+            self.update()
+
+    def update_path(self) -> None:
+        """Route by relative position: side to side when apart, else bottom to top."""
+        a, b = self.source.pos(), self.target.pos()
+        if abs(b.x() - a.x()) >= NODE_WIDTH:
+            forward = b.x() > a.x()
+            start = self.source.anchor("right" if forward else "left")
+            end = self.target.anchor("left" if forward else "right")
+            bend = max(abs(end.x() - start.x()) * 0.45, 24.0)
+            sign = 1 if forward else -1
+            c1, c2 = start + QPointF(sign * bend, 0), end - QPointF(sign * bend, 0)
+        else:
+            down = b.y() >= a.y()
+            start = self.source.anchor("bottom" if down else "top")
+            end = self.target.anchor("top" if down else "bottom")
+            bend = max(abs(end.y() - start.y()) * 0.45, 18.0)
+            sign = 1 if down else -1
+            c1, c2 = start + QPointF(0, sign * bend), end - QPointF(0, sign * bend)
+        path = QPainterPath(start)
+        path.cubicTo(c1, c2, end)
+        self.setPath(path)
+        angle = math.atan2(end.y() - c2.y(), end.x() - c2.x())
+        left = end - QPointF(
+            self.ARROW * math.cos(angle - 0.42), self.ARROW * math.sin(angle - 0.42)
+        )
+        right = end - QPointF(
+            self.ARROW * math.cos(angle + 0.42), self.ARROW * math.sin(angle + 0.42)
+        )
+        self._head = QPolygonF([end, left, right])
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        return super().boundingRect().united(self._head.boundingRect()).adjusted(-3, -3, 3, 3)
+
+    def shape(self) -> QPainterPath:
+        stroker = QPainterPathStroker()
+        stroker.setWidth(9)
+        return stroker.createStroke(self.path())
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        colors = self._colors
+        colour = QColor(colors.muted) if self._emphasis == 0 else QColor(colors.selection)
+        if self._emphasis == 0:
+            colour.setAlpha(170)
+        width = (1.1, 1.6, 2.6)[self._emphasis]
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(colour, width))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self.path())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QBrush(colour))
+        painter.drawPolygon(self._head)
+
+    def describe(self, graph: Graph) -> str:
+        """Tooltip: transfer time per device pair (override or link model)."""
+        source, target = self.key
+        edge = next(e for e in graph.edges if (e.source, e.target) == self.key)
+        rows = [f"<b>{html.escape(source)} \u2192 {html.escape(target)}</b>"]
+        for a in graph.devices:
+            for b in graph.devices:
+                if a.name == b.name:
+                    continue
+                ms = graph.transfer_ms(source, target, a.name, b.name)
+                pair = f"{a.name}->{b.name}"
+                how = "override" if pair in edge.transfer_ms else "link"
+                shown = format_ms(ms) if math.isfinite(ms) else "not allowed"
+                label = f"{a.name} \u2192 {b.name}"
+                rows.append(f"{html.escape(label)}: {shown} <i>({how})</i>")
+        return "<br>".join(rows)

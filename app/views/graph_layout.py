@@ -1,0 +1,133 @@
+"""Where to draw each node of a DAG: layers left to right, order within a layer by barycentre.
+
+Layers are the longest-path layering (``networkx.topological_generations``). A training graph can
+be *folded*: its backward nodes are drawn in a second band under the forward node they belong to
+(``Node.of``), the loss at the turn, as in Checkmate's figures, which halves the width and puts
+each forward tensor right above the backward node that reads it. No Qt here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from solver.graph import Graph
+
+__all__ = ["Placement", "layout_graph", "can_fold"]
+
+SWEEPS = 4
+"""Barycentre passes (down and up) used to reduce edge crossings."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Grid position of every node: ``column`` left to right, ``row`` top to bottom.
+
+    ``band`` is 0 for the forward band and 1 for the folded backward band; rows count within
+    the whole drawing (the backward band starts below the deepest forward row).
+    """
+
+    column: dict[str, int]
+    row: dict[str, float]
+    band: dict[str, int]
+    columns: int
+    rows: float
+    folded: bool
+
+
+def can_fold(graph: Graph) -> bool:
+    """A graph folds when it has backward nodes and each names a forward node of the graph."""
+    backward = [n for n in graph.nodes if n.kind == "backward"]
+    return bool(backward) and all(n.of in graph.index for n in backward)
+
+
+def layout_graph(graph: Graph, fold: bool = True) -> Placement:
+    """Place the nodes of ``graph`` on a grid (see :class:`Placement`)."""
+    dag = graph.to_networkx()
+    if fold and can_fold(graph):
+        return _folded(graph, dag)
+    column = _layers(dag)
+    rows = _order(dag, column)
+    return Placement(
+        column,
+        rows,
+        dict.fromkeys(column, 0),
+        max(column.values(), default=-1) + 1,
+        max(rows.values(), default=-1) + 1,
+        False,
+    )
+
+
+def _layers(dag: nx.DiGraph) -> dict[str, int]:
+    return {
+        node: depth
+        for depth, generation in enumerate(nx.topological_generations(dag))
+        for node in generation
+    }
+
+
+def _order(dag: nx.DiGraph, column: dict[str, int]) -> dict[str, float]:
+    """Rows within each column: barycentre of neighbours in the previous/next column."""
+    by_column: dict[int, list[str]] = {}
+    for node in dag.nodes:  # graph order: stable and usually sensible
+        by_column.setdefault(column[node], []).append(node)
+    row = {node: float(i) for nodes in by_column.values() for i, node in enumerate(nodes)}
+    columns = sorted(by_column)
+    for sweep in range(SWEEPS):
+        down = sweep % 2 == 0
+        for c in columns if down else reversed(columns):
+            neighbours = dag.predecessors if down else dag.successors
+            nodes = by_column[c]
+
+            def centre(node: str, neighbours=neighbours) -> float:
+                near = [row[m] for m in neighbours(node)]
+                return sum(near) / len(near) if near else row[node]
+
+            nodes.sort(key=lambda n: (centre(n), row[n]))
+            for i, node in enumerate(nodes):
+                row[node] = float(i)
+    return _centre_columns(by_column, row)
+
+
+def _centre_columns(by_column: dict[int, list[str]], row: dict[str, float]) -> dict[str, float]:
+    """Centre each column on the tallest one so that chains run straight through the middle."""
+    tallest = max((len(nodes) for nodes in by_column.values()), default=0)
+    return {
+        node: row[node] + (tallest - len(nodes)) / 2
+        for nodes in by_column.values()
+        for node in nodes
+    }
+
+
+def _folded(graph: Graph, dag: nx.DiGraph) -> Placement:
+    backward = {n.id for n in graph.nodes if n.kind == "backward"}
+    losses = {n.id for n in graph.nodes if n.kind == "loss"}
+    top = dag.subgraph([n for n in dag.nodes if n not in backward and n not in losses])
+    column = _layers(top)
+    rows = _order(top, column)
+    depth = max(column.values(), default=-1) + 1
+    top_rows = max(rows.values(), default=-1) + 1
+    for i, loss in enumerate(sorted(losses, key=graph.index.__getitem__)):
+        column[loss] = depth
+        rows[loss] = top_rows - 0.25 + i  # at the turn, between the two bands
+    # Backward nodes sit under their forward node; several under one node stack downwards.
+    band_rows: dict[str, float] = {}
+    taken: dict[tuple[int, float], int] = {}
+    for node in sorted(backward, key=graph.index.__getitem__):
+        forward = graph.node(node).of
+        column[node] = column[forward]
+        slot = (column[node], rows[forward])
+        extra = taken.get(slot, 0)
+        taken[slot] = extra + 1
+        band_rows[node] = top_rows + 0.5 + rows[forward] + extra * 0.5
+    rows.update(band_rows)
+    band = {n: (1 if n in backward else 0) for n in column}
+    return Placement(
+        column,
+        rows,
+        band,
+        depth + (1 if losses else 0),
+        max(rows.values(), default=-1) + 1,
+        True,
+    )

@@ -1,0 +1,282 @@
+"""The graph view and editor: a layered left-to-right drawing of the DAG that can be edited.
+
+Click a node to select it, drag from one node onto another to connect them, double-click the
+background to add a node, right-click for delete; wheel zooms, dragging the background pans.
+Every edit is an undo command pushed through ``document.edit`` (a refused edit, e.g. a cycle,
+comes back as ``document.edit_refused``). During a step-through (``document.cursor`` set) each
+node shows where its tensor lives, from ``solver.explain.state_at``.
+
+Listens to ``graph_changed`` (re-layout), ``selection_changed``/``edge_selection_changed``
+(highlight), ``result_changed``/``cursor_changed`` (step colours). Writes ``set_selection``,
+``set_selected_edge`` and edit commands only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QAction, QColor, QFont, QPainter
+from PySide6.QtWidgets import (
+    QGraphicsScene,
+    QLabel,
+    QMenu,
+    QSizePolicy,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.commands import AddNodeCommand, ConnectCommand, DeleteCommand
+from app.document import Document
+from app.theme import colors_for
+from app.views.graph_canvas import GraphCanvas
+from app.views.graph_items import (
+    MAX_HEIGHT,
+    MIN_HEIGHT,
+    NODE_WIDTH,
+    STATUS_LABELS,
+    EdgeItem,
+    NodeItem,
+    status_colour,
+)
+from app.views.graph_layout import layout_graph
+from solver.graph import Graph
+
+__all__ = ["GraphView", "step_residency"]
+
+logger = logging.getLogger(__name__)
+
+COLUMN_SPACING = NODE_WIDTH + 52
+ROW_SPACING = MAX_HEIGHT + 34
+
+
+def step_residency(document: Document) -> dict[str, dict[str, str]] | None:
+    """Where each tensor lives at the step cursor (``None`` when not stepping).
+
+    Uses ``solver.explain.state_at``; if that module is missing or fails, falls back to the
+    simulator's memory curves (resident/computing/copied, without "freed").
+    """
+    result, cursor, graph = document.result, document.cursor, document.graph
+    if cursor is None or graph is None or result is None or result.timeline is None:
+        return None
+    if result.schedule is None or not result.timeline.ops:
+        return None
+    try:
+        from solver.explain import state_at
+    except ImportError:
+        logger.info("solver.explain is not available; step colours from memory curves")
+        return _residency_from_curves(document)
+    try:
+        state = state_at(graph, result.schedule, result.timeline, cursor)
+    except (KeyError, IndexError, ValueError) as exc:
+        logger.warning("state_at failed (%s); step colours from memory curves", exc)
+        return _residency_from_curves(document)
+    return {node: dict(devices) for node, devices in state.residency.items()}
+
+
+def _residency_from_curves(document: Document) -> dict[str, dict[str, str]]:
+    timeline = document.timeline
+    op = timeline.ops[document.cursor]
+    residency: dict[str, dict[str, str]] = {}
+    for device, curve in timeline.memory.items():
+        for tensor in curve.at(op.start)[1]:
+            residency.setdefault(tensor, {})[device] = "resident"
+    for transfer in timeline.transfers:
+        if transfer.stage == op.stage and transfer.consumer == op.node:
+            residency.setdefault(transfer.tensor, {})[transfer.target] = "transferred"
+    residency.setdefault(op.node, {})[op.device] = "computing"
+    return residency
+
+
+class GraphView(QWidget):
+    """The graph drawing with a toolbar (fit, zoom, fold), over a :class:`GraphCanvas`."""
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self.nodes: dict[str, NodeItem] = {}
+        self.edges: dict[tuple[str, str], EdgeItem] = {}
+        self._residency: dict[str, dict[str, str]] | None = None
+        self.scene = QGraphicsScene(self)
+        self.canvas = GraphCanvas(self)
+        self.canvas.setScene(self.scene)
+        self.toolbar = QToolBar()
+        self.toolbar.setIconSize(self.toolbar.iconSize() * 0.8)
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.fit_action = QAction("Fit", self, shortcut="F", toolTip="Show the whole graph (F)")
+        self.fit_action.triggered.connect(self.canvas.fit)
+        self.fold_action = QAction("Fold backward", self, checkable=True, checked=True)
+        self.fold_action.setToolTip("Draw each backward node under its forward node")
+        self.fold_action.toggled.connect(self._on_fold_action_toggled)
+        self.toolbar.addAction(self.fit_action)
+        self.toolbar.addAction(self.fold_action)
+        self.legend = QLabel()
+        self.legend.setContentsMargins(8, 0, 8, 0)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self._legend_spacer = self.toolbar.addWidget(spacer)
+        self.toolbar.addWidget(self.legend)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.toolbar)
+        layout.addWidget(self.canvas)
+        document.graph_changed.connect(self._on_document_graph_changed)
+        document.selection_changed.connect(self._on_document_selection_changed)
+        document.edge_selection_changed.connect(self._on_document_selection_changed)
+        document.result_changed.connect(self._on_document_step_changed)
+        document.cursor_changed.connect(self._on_document_step_changed)
+        self._on_document_graph_changed()
+
+    def add_edit_actions(self, actions: list[QAction]) -> None:
+        """Put the window's edit actions (add node, delete...) in the view's toolbar."""
+        self.toolbar.insertSeparator(self._legend_spacer)
+        self.toolbar.insertActions(self._legend_spacer, actions)
+
+    # ----- requests from the canvas -------------------------------------------------------------
+    def click_node(self, node_id: str) -> None:
+        self._document.set_selection(node_id)
+
+    def click_edge(self, key: tuple[str, str] | None) -> None:
+        if key is None:
+            self._document.set_selection(None)
+        self._document.set_selected_edge(key)
+
+    def request_connect(self, source: str, target: str) -> None:
+        self._document.edit(ConnectCommand, source, target)
+
+    def request_add_node(self) -> None:
+        if self._document.graph is not None:
+            self._document.edit(AddNodeCommand)
+
+    def show_context_menu(self, node: NodeItem | None, edge: EdgeItem | None, where) -> None:
+        menu = QMenu(self)
+        if node is not None:
+            menu.addAction(f"Delete {node.node_id}").triggered.connect(
+                lambda: self._document.edit(DeleteCommand, (node.node_id,))
+            )
+        elif edge is not None:
+            label = f"Delete {edge.key[0]} \u2192 {edge.key[1]}"
+            menu.addAction(label).triggered.connect(
+                lambda: self._document.edit(DeleteCommand, (), (edge.key,))
+            )
+        else:
+            menu.addAction("Add node").triggered.connect(self.request_add_node)
+        menu.addAction(self.fit_action)
+        menu.exec(where)
+
+    # ----- document -> items --------------------------------------------------------------------
+    def _on_fold_action_toggled(self, _: bool) -> None:
+        self._rebuild(fit=True)
+
+    def _on_document_graph_changed(self) -> None:
+        graph = self._document.graph
+        old = set(self.nodes)
+        new = set(graph.index) if graph else set()
+        self._rebuild(fit=len(old & new) * 2 < max(len(new), 1) or self.canvas.auto_fit)
+
+    def _rebuild(self, fit: bool) -> None:
+        self.scene.clear()
+        self.nodes, self.edges = {}, {}
+        graph = self._document.graph
+        self._residency = step_residency(self._document)
+        if graph is not None and graph.nodes:
+            self._build_items(graph)
+        self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-400, -300, 400, 300))
+        self._on_document_selection_changed()
+        self._update_legend()
+        if fit:
+            self.canvas.fit()
+        self.canvas.viewport().update()
+
+    def _build_items(self, graph: Graph) -> None:
+        colors = colors_for(self)
+        placement = layout_graph(graph, fold=self.fold_action.isChecked())
+        biggest = max((n.memory for n in graph.nodes), default=0) or 1
+        devices = tuple(d.name for d in graph.devices)
+        for node in graph.nodes:
+            height = MIN_HEIGHT + (MAX_HEIGHT - MIN_HEIGHT) * math.sqrt(node.memory / biggest)
+            item = NodeItem(node, height, colors)
+            item.setPos(
+                placement.column[node.id] * COLUMN_SPACING, placement.row[node.id] * ROW_SPACING
+            )
+            if self._residency is not None:
+                item.set_residency(devices, self._residency.get(node.id, {}))
+            item.setToolTip(item.describe(graph))
+            self.scene.addItem(item)
+            self.nodes[node.id] = item
+        for edge in graph.edges:
+            item = EdgeItem(self.nodes[edge.source], self.nodes[edge.target], colors)
+            item.setToolTip(item.describe(graph))
+            self.scene.addItem(item)
+            self.edges[item.key] = item
+
+    def _on_document_selection_changed(self) -> None:
+        selected = self._document.selection
+        edge = self._document.selected_edge
+        for node_id, item in self.nodes.items():
+            item.set_selected(node_id == selected)
+        for key, item in self.edges.items():
+            item.set_emphasis(2 if key == edge else 1 if selected in key else 0)
+
+    def _on_document_step_changed(self) -> None:
+        graph = self._document.graph
+        residency = step_residency(self._document)
+        if residency is None and self._residency is None:
+            return
+        toggled = (residency is None) != (self._residency is None)
+        self._residency = residency
+        devices = tuple(d.name for d in graph.devices) if graph else ()
+        for node_id, item in self.nodes.items():
+            item.set_residency(devices, residency.get(node_id, {}) if residency else None)
+            item.setToolTip(item.describe(graph))
+        for item in self.edges.values():
+            item.update_path()
+        if toggled:
+            self._update_legend()
+            if self.canvas.auto_fit:
+                self.canvas.fit()
+        self.canvas.viewport().update()
+
+    # ----- overlay and legend -------------------------------------------------------------------
+    def paint_overlay(self, painter: QPainter, rect) -> None:
+        """The empty-state hint, centred in the view."""
+        graph = self._document.graph
+        if graph is not None and graph.nodes:
+            return
+        font = QFont()
+        font.setPointSizeF(9)
+        painter.setFont(font)
+        painter.setPen(QColor(colors_for(self).muted))
+        text = (
+            "No graph. Open one with File \u25b8 Open, or pick File \u25b8 Examples."
+            if graph is None
+            else "No nodes yet: double-click here to add a node, then drag from one node "
+            "onto another to connect them."
+        )
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), text)
+
+    def _update_legend(self) -> None:
+        colors = colors_for(self)
+        graph = self._document.graph
+        present = {n.kind for n in graph.nodes} if graph else set()
+        entries = [
+            (colors.kinds[k], k) for k in ("forward", "loss", "backward", "other") if k in present
+        ]
+        if self._residency is not None:
+            entries += [
+                (status_colour(s, colors).name(), label) for s, label in STATUS_LABELS.items()
+            ]
+        self.legend.setText(
+            "&nbsp;&nbsp;".join(
+                f"<span style='color:{c}; font-size:11pt'>\u25a0</span>&nbsp;{label}"
+                for c, label in entries
+            )
+        )
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._rebuild(fit=False)

@@ -1,0 +1,299 @@
+"""Memory in use over time, one plot per device, against its budget.
+
+Each device gets its own plot (and y scale) because budgets differ by orders of magnitude (16 GiB
+of host memory next to a few MiB of GPU memory would flatten one of them). The curves are the
+simulator's :class:`~solver.simulate.MemoryCurve` step functions, drawn with
+``stepMode="center"``: ``len(x) == len(y) + 1`` and ``y[j]`` holds on ``[x[j], x[j+1])``, exactly
+the curve's definition (qt-stack.md §3.3 #3 explains why not ``"left"``).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QBrush, QColor, QCursor
+from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+
+from app.document import Document
+from app.theme import colors_for, style_plot
+from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
+from solver.simulate import MemoryCurve
+from solver.units import format_ms, format_size
+
+__all__ = ["MemoryView"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_LISTED = 14
+
+
+class _DevicePlot:
+    """The items of one device's plot; built once per device, redrawn with ``setData``."""
+
+    def __init__(self, layout: pg.GraphicsLayoutWidget, device: str, row: int):
+        self.device = device
+        self.plot: pg.PlotItem = layout.addPlot(row=row, col=0)
+        self.curve = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
+        self.selected = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
+        self.budget = pg.InfiniteLine(angle=0, movable=False)
+        self.budget_label = pg.TextItem(anchor=(1.0, 1.0))
+        self.peak = pg.ScatterPlotItem(size=9, symbol="t")
+        self.peak_label = pg.TextItem(anchor=(0.0, 1.0))
+        self.cursor = pg.InfiniteLine(angle=90, movable=False)
+        self.plot.addItem(self.curve)
+        self.plot.addItem(self.selected)
+        self.plot.addItem(self.peak)
+        for item in (self.budget, self.budget_label, self.peak_label, self.cursor):
+            self.plot.addItem(item, ignoreBounds=True)
+        self.scale = 1
+        self.unit = "B"
+
+
+class MemoryView(QWidget):
+    """Per-device memory in use, budget line, peak marker, and the selected tensor's share.
+
+    Listens to ``graph_changed``, ``budgets_changed``, ``result_changed``,
+    ``selection_changed``, ``cursor_changed``; writes nothing to the document. Hovering lists the
+    tensors resident at that moment (``MemoryCurve.at``).
+    """
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self._plots: dict[str, _DevicePlot] = {}
+        self._link: pg.PlotItem | None = None
+        self._build_items()
+        document.graph_changed.connect(self._on_document_graph_changed)
+        document.budgets_changed.connect(self._on_document_budgets_changed)
+        document.result_changed.connect(self._on_document_result_changed)
+        document.selection_changed.connect(self._on_document_selection_changed)
+        document.cursor_changed.connect(self._on_document_cursor_changed)
+        self._redraw()
+
+    # ----- public API -------------------------------------------------------------------------
+    def plot(self, device: str) -> pg.PlotItem:
+        """The plot of ``device``."""
+        return self._plots[device].plot
+
+    def curve(self, device: str) -> pg.PlotDataItem:
+        """The memory step curve of ``device`` (x in ms, y in :meth:`unit` units)."""
+        return self._plots[device].curve
+
+    def unit(self, device: str) -> tuple[str, int]:
+        """The y unit of ``device``'s plot: ``(name, bytes per unit)``."""
+        return self._plots[device].unit, self._plots[device].scale
+
+    def budget_line(self, device: str) -> pg.InfiniteLine:
+        """The horizontal budget line of ``device``."""
+        return self._plots[device].budget
+
+    def selected_curve(self, device: str) -> pg.PlotDataItem:
+        """The hatched share of the selected tensor on ``device`` (same units as the curve)."""
+        return self._plots[device].selected
+
+    def cursor_line(self, device: str) -> pg.InfiniteLine:
+        """The vertical step-cursor line on ``device``'s plot."""
+        return self._plots[device].cursor
+
+    def link_x(self, plot: pg.PlotItem) -> None:
+        """Keep every device plot's time axis in step with ``plot`` (e.g. the Gantt's)."""
+        self._link = plot
+        for item in self._plots.values():
+            item.plot.setXLink(plot)
+
+    def resident_at(self, device: str, time: float) -> tuple[int, tuple[str, ...]]:
+        """Bytes in use and resident tensors on ``device`` at ``time`` (ms)."""
+        timeline = self._document.timeline
+        if timeline is None or device not in timeline.memory:
+            return 0, ()
+        return timeline.memory[device].at(time)
+
+    def tooltip_at(self, device: str, time: float) -> str:
+        """The hover text: memory in use at ``time`` and the tensors making it up."""
+        timeline = self._document.timeline
+        graph = self._document.graph
+        if timeline is None or device not in timeline.memory:
+            return ""
+        used, names = self.resident_at(device, time)
+        budget = timeline.budgets.get(device, 0)
+        sizes = {n: int(graph.memory[graph.index[n]]) for n in names if graph and n in graph.index}
+        names = sorted(names, key=lambda n: -sizes.get(n, 0))
+        shown = [f"{html.escape(n)} ({format_size(sizes.get(n, 0))})" for n in names[:_MAX_LISTED]]
+        if len(names) > _MAX_LISTED:
+            shown.append(f"… and {len(names) - _MAX_LISTED} more")
+        return (
+            f"<b>{device}</b> at {format_ms(time)}: {format_size(used)} of "
+            f"{format_size(budget)}<br>resident: {', '.join(shown) or 'nothing'}"
+        )
+
+    # ----- building ---------------------------------------------------------------------------
+    def _build_items(self) -> None:
+        self._layout = pg.GraphicsLayoutWidget()
+        # no side margins: the plots then line up with a PlotWidget (the Gantt) pixel for pixel
+        self._layout.ci.setContentsMargins(0, 4, 0, 4)
+        install_export_action(self._layout.scene(), self)
+        self._hover = HoverProxy(self._layout.scene(), self._on_scene_hovered)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self._layout)
+
+    def _ensure_plots(self) -> None:
+        """(Re)build the per-device plots when the device list changes."""
+        graph = self._document.graph
+        devices = [d.name for d in graph.devices] if graph is not None else []
+        if list(self._plots) == devices:
+            return
+        self._layout.clear()
+        self._plots = {}
+        colors = colors_for(self)
+        for row, device in enumerate(devices):
+            item = _DevicePlot(self._layout, device, row)
+            configure_plot(item.plot, colors, "time (ms)" if row == len(devices) - 1 else None)
+            item.plot.setMouseEnabled(x=True, y=False)
+            item.plot.hideButtons()
+            if row > 0:
+                item.plot.setXLink(self._plots[devices[0]].plot)
+            elif self._link is not None:
+                item.plot.setXLink(self._link)
+            self._plots[device] = item
+        self._restyle()
+
+    def _restyle(self) -> None:
+        colors = colors_for(self)
+        style_plot(self._layout, colors)
+        for row, item in enumerate(self._plots.values()):
+            color = colors.device(row)
+            item.curve.setPen(colors.pen(color, 1.6))
+            item.curve.setBrush(colors.device_fill(row))
+            item.selected.setPen(colors.pen(colors.selection, 1.2))
+            item.selected.setBrush(QBrush(QColor(colors.selection), Qt.BrushStyle.BDiagPattern))
+            item.budget.setPen(colors.pen(colors.budget, 1.5, dashed=True))
+            item.budget_label.setColor(colors.budget)
+            item.peak.setBrush(colors.peak)
+            item.peak.setPen(colors.pen(colors.peak, 1))
+            item.peak_label.setColor(colors.foreground)
+            item.cursor.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._restyle()
+            self._redraw()
+
+    # ----- slots ------------------------------------------------------------------------------
+    def _on_document_graph_changed(self) -> None:
+        self._redraw()
+
+    def _on_document_budgets_changed(self) -> None:
+        self._redraw()
+
+    def _on_document_result_changed(self) -> None:
+        self._redraw()
+
+    def _on_document_selection_changed(self) -> None:
+        for item in self._plots.values():
+            self._draw_selected(item)
+
+    def _on_document_cursor_changed(self) -> None:
+        self._draw_cursor()
+
+    def _on_scene_hovered(self, pos: QPointF) -> None:
+        for device, item in self._plots.items():
+            vb = item.plot.getViewBox()
+            if vb.sceneBoundingRect().contains(pos):
+                text = self.tooltip_at(device, vb.mapSceneToView(pos).x())
+                QToolTip.showText(QCursor.pos(), text, self._layout)
+                return
+        QToolTip.hideText()
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        self._ensure_plots()
+        timeline = self._document.timeline
+        for item in self._plots.values():
+            curve = timeline.memory.get(item.device) if timeline is not None else None
+            end = timeline.total_ms if timeline is not None else 0.0
+            budget = self._budget(item.device)
+            self._draw_device(item, curve, end, budget)
+            self._draw_selected(item)
+        if self._plots and self._link is None:
+            first = next(iter(self._plots.values())).plot
+            end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+            first.setXRange(0.0, end, padding=0.01)
+        self._draw_cursor()
+
+    def _budget(self, device: str) -> int:
+        timeline = self._document.timeline
+        if timeline is not None and device in timeline.budgets:
+            return int(timeline.budgets[device])
+        graph = self._document.graph
+        return graph.device(device).budget if graph is not None else 0
+
+    def _draw_device(self, item: _DevicePlot, curve: MemoryCurve | None, end: float, budget: int):
+        x, y = _steps(curve, end)
+        peak = int(y.max(initial=0))
+        shown_budget = budget if budget <= 1.6 * max(peak, 1) else None
+        item.unit, item.scale = byte_unit(max(peak, shown_budget or 0))
+        item.curve.setData(x, y / item.scale)
+        item.plot.setLabel("left", f"{item.device} ({item.unit})")
+        top = max(peak, shown_budget or 0) / item.scale * 1.3 or 1.0
+        item.plot.setYRange(0.0, top, padding=0.0)
+        item.plot.setLimits(xMin=-0.02 * max(end, 1e-9), xMax=max(end, 1e-9) * 1.02)
+        item.budget.setVisible(shown_budget is not None)
+        item.budget.setPos(budget / item.scale)
+        item.budget_label.setVisible(shown_budget is not None)
+        item.budget_label.setText(f"budget {format_size(budget)}")
+        item.budget_label.setPos(end, budget / item.scale)
+        if curve is not None and peak > 0:
+            j = int(np.argmax(y))
+            item.peak.setData([x[j]], [peak / item.scale])
+            item.peak_label.setText(f"peak {format_size(peak)}")
+            item.peak_label.setPos(x[j], peak / item.scale)
+        else:
+            item.peak.setData([], [])
+            item.peak_label.setText("")
+        title = f"{item.device}: peak {format_size(peak)}"
+        if budget:
+            title += f" = {peak / budget:.0%} of its {format_size(budget)} budget"
+        if shown_budget is None and curve is not None:
+            title += " (off the scale)"
+        item.plot.setTitle(title, size="9pt", color=colors_for(self).foreground)
+
+    def _draw_selected(self, item: _DevicePlot) -> None:
+        """The selected tensor's bytes while it is resident on this device."""
+        timeline = self._document.timeline
+        graph = self._document.graph
+        node = self._document.selection
+        curve = timeline.memory.get(item.device) if timeline is not None else None
+        if curve is None or graph is None or node not in graph.index:
+            item.selected.setData([], [])
+            return
+        x, _ = _steps(curve, timeline.total_ms)
+        size = int(graph.memory[graph.index[node]]) / item.scale
+        y = np.array([size if node in names else 0.0 for names in curve.resident])
+        item.selected.setData(x, y)
+
+    def _draw_cursor(self) -> None:
+        op = self._document.cursor_op
+        for item in self._plots.values():
+            item.cursor.setVisible(op is not None)
+            if op is not None:
+                item.cursor.setPos(op.start)
+
+
+def _steps(curve: MemoryCurve | None, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Step edges and values for ``stepMode="center"``: the curve's times plus its end."""
+    if curve is None or len(curve.bytes) == 0:
+        return np.zeros(1), np.zeros(0)
+    x = np.append(curve.times.astype(float), max(end, float(curve.times[-1])))
+    return x, curve.bytes.astype(float)
+
+
+if __name__ == "__main__":
+    from app.views.demo import run_demo
+
+    raise SystemExit(run_demo(MemoryView))

@@ -1,0 +1,106 @@
+"""Small helpers shared by the pyqtgraph views: plot setup, hover, units, the export action.
+
+Kept apart so that each view module holds only what it draws. Nothing here knows the document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from app.export import export_widget
+from app.theme import Colors
+from solver.graph import Graph
+from solver.solve import SolveResult
+
+__all__ = [
+    "AXIS_WIDTH",
+    "byte_unit",
+    "configure_plot",
+    "HoverProxy",
+    "install_export_action",
+    "result_matches",
+]
+
+AXIS_WIDTH = 84
+"""Left-axis width in pixels, equal in stacked views so that x-linked plots line up."""
+
+_UNITS = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024), ("B", 1))
+
+
+def byte_unit(max_bytes: float) -> tuple[str, int]:
+    """The binary unit that shows ``max_bytes`` as a number between 1 and 1024.
+
+    Examples
+    --------
+    >>> byte_unit(3 * 1024**2), byte_unit(10), byte_unit(0)
+    (('MiB', 1048576), ('B', 1), ('B', 1))
+    """
+    for name, size in _UNITS:
+        if max_bytes >= size:
+            return name, size
+    return "B", 1
+
+
+def configure_plot(plot: pg.PlotItem, colors: Colors, x_label: str | None = "time (ms)") -> None:
+    """Common look of our plots: labelled time axis, faint grid, fixed left-axis width."""
+    plot.showGrid(x=True, y=False, alpha=0.2)
+    plot.setMenuEnabled(False)
+    left = plot.getAxis("left")
+    left.setWidth(AXIS_WIDTH)
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        axis.setPen(colors.foreground)
+        axis.setTextPen(colors.foreground)
+        axis.setZValue(-150)  # it draws the grid: below the view box (z -100), behind the data
+    if x_label:
+        plot.setLabel("bottom", x_label)
+    plot.getViewBox().setDefaultPadding(0.0)
+
+
+class HoverProxy:
+    """Calls ``on_hover(scene_pos)`` at most ``rate`` times a second while the mouse moves.
+
+    pyqtgraph items have no per-bar tooltips (qt-stack.md §3.3 #4), so views hit-test their own
+    tables; rate limiting keeps that cheap on big schedules.
+    """
+
+    def __init__(self, scene, on_hover: Callable[[QPointF], None], rate: int = 30):
+        self._proxy = pg.SignalProxy(
+            scene.sigMouseMoved, rateLimit=rate, slot=lambda args: on_hover(args[0])
+        )
+
+
+def install_export_action(scene, widget: QWidget) -> None:
+    """Replace pyqtgraph's "Export..." scene menu, whose SVG path is broken on PySide6 >= 6.11
+    (pyqtgraph#3495), with ours: the whole view as PNG or SVG through ``app.export``."""
+
+    def ask_and_export() -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            widget, "Export view", "", "PNG image (*.png);;SVG drawing (*.svg)"
+        )
+        if path:
+            export_widget(widget, path)
+
+    action = QAction("Export view as PNG/SVG…", scene)
+    action.triggered.connect(ask_and_export)
+    scene.contextMenu = [action]
+
+
+def result_matches(graph: Graph | None, result: SolveResult | None) -> bool:
+    """Whether ``result``'s schedule belongs to ``graph`` (same nodes and devices).
+
+    During an edit the document announces the new graph before it replaces the old result; views
+    that look nodes up in the graph check this first instead of failing on a missing node.
+    """
+    if graph is None or result is None or result.schedule is None or result.timeline is None:
+        return False
+    if len(result.schedule.stages) != graph.n:
+        return False
+    nodes = {op.node for op in result.timeline.ops}
+    devices = set(result.timeline.devices)
+    return nodes <= graph.index.keys() and devices <= graph.device_index.keys()

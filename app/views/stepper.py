@@ -1,0 +1,257 @@
+"""Step through the schedule one operation at a time, with a sentence saying what happens.
+
+The panel moves the document's step cursor (``document.set_cursor``); every view follows it
+(Gantt outline, memory cursor line, matrix row, graph colours). The explanation comes from
+:func:`solver.explain.state_at`, the same function the graph view colours nodes with.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QStyle,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.document import Document
+from app.theme import colors_for
+from app.views.plotting import result_matches
+from solver.explain import state_at
+from solver.units import format_ms, format_size
+
+__all__ = ["StepperPanel"]
+
+logger = logging.getLogger(__name__)
+
+
+class StepperPanel(QWidget):
+    """First / previous / play / next / last buttons, a slider over operations, the explanation.
+
+    Listens to ``result_changed`` and ``cursor_changed``; writes only ``document.set_cursor``.
+    Keyboard: Left/Right step, Home/End jump, Space plays or pauses. The shortcuts work while the
+    panel has focus; :attr:`step_actions` lets the main window add them with a wider context.
+    """
+
+    PLAY_INTERVAL_MS = 600
+    """Time between steps while playing."""
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self._timer = QTimer(self, interval=self.PLAY_INTERVAL_MS)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._build_items()
+        document.result_changed.connect(self._on_document_result_changed)
+        document.cursor_changed.connect(self._on_document_cursor_changed)
+        self._redraw()
+
+    # ----- public API -------------------------------------------------------------------------
+    @property
+    def step_actions(self) -> dict[str, QAction]:
+        """The step actions by name: first, previous, play, next, last."""
+        return dict(self._actions)
+
+    @property
+    def actions(self) -> dict[str, QAction]:  # type: ignore[override]
+        """Alias of :attr:`step_actions`, kept for ``app/actions.py``. It hides
+        ``QWidget.actions()``; new code should use :attr:`step_actions`."""
+        return self.step_actions
+
+    @property
+    def slider(self) -> QSlider:
+        return self._slider
+
+    @property
+    def playing(self) -> bool:
+        return self._timer.isActive()
+
+    def set_play_interval(self, ms: int) -> None:
+        """Time between steps while playing (default :attr:`PLAY_INTERVAL_MS`)."""
+        self._timer.setInterval(ms)
+
+    @property
+    def explanation(self) -> str:
+        """The explanation shown for the current step (plain text)."""
+        return self._explanation_text
+
+    def step(self, delta: int) -> None:
+        """Move the cursor ``delta`` operations (from "before the first" when unset)."""
+        count = self._count()
+        if count == 0:
+            return
+        cursor = self._document.cursor
+        target = (delta - 1 if delta > 0 else 0) if cursor is None else cursor + delta
+        self._document.set_cursor(min(max(target, 0), count - 1))
+
+    def first(self) -> None:
+        self._document.set_cursor(0)
+
+    def last(self) -> None:
+        self._document.set_cursor(self._count() - 1 if self._count() else None)
+
+    def set_playing(self, playing: bool) -> None:
+        """Start or pause playback; playing from the last step starts over."""
+        if playing and self._count():
+            if self._document.cursor in (None, self._count() - 1):
+                self._document.set_cursor(0)
+            self._timer.start()
+        else:
+            self._timer.stop()
+        self._redraw_play()
+
+    # ----- building ---------------------------------------------------------------------------
+    def _build_items(self) -> None:
+        pixmap = QStyle.StandardPixmap
+        specs = [
+            ("first", pixmap.SP_MediaSkipBackward, "First operation", Qt.Key.Key_Home, self.first),
+            (
+                "previous",
+                pixmap.SP_MediaSeekBackward,
+                "Previous operation",
+                Qt.Key.Key_Left,
+                lambda: self.step(-1),
+            ),
+            (
+                "play",
+                pixmap.SP_MediaPlay,
+                "Play / pause",
+                Qt.Key.Key_Space,
+                lambda: self.set_playing(not self.playing),
+            ),
+            (
+                "next",
+                pixmap.SP_MediaSeekForward,
+                "Next operation",
+                Qt.Key.Key_Right,
+                lambda: self.step(1),
+            ),
+            ("last", pixmap.SP_MediaSkipForward, "Last operation", Qt.Key.Key_End, self.last),
+        ]
+        self._actions: dict[str, QAction] = {}
+        buttons = QHBoxLayout()
+        buttons.setSpacing(2)
+        for name, icon, tip, key, slot in specs:
+            action = QAction(self.style().standardIcon(icon), tip, self)
+            action.setToolTip(f"{tip} ({QKeySequence(key).toString()})")
+            action.setShortcut(QKeySequence(key))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+            self._actions[name] = action
+            button = QToolButton()
+            button.setDefaultAction(action)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            buttons.addWidget(button)
+        self._slider = QSlider(Qt.Orientation.Horizontal)
+        self._slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self._slider.valueChanged.connect(self._on_slider_value_changed)
+        self._position = QLabel()
+        self._position.setMinimumWidth(170)
+        buttons.addWidget(self._slider, 1)
+        buttons.addWidget(self._position)
+        self._text = QLabel()
+        self._text.setWordWrap(True)
+        self._text.setTextFormat(Qt.TextFormat.RichText)
+        self._text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._text.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self._text.setMinimumHeight(3 * self.fontMetrics().height())
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addLayout(buttons)
+        layout.addWidget(self._text, 1)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._explanation_text = ""
+
+    # ----- slots ------------------------------------------------------------------------------
+    def _on_document_result_changed(self) -> None:
+        self.set_playing(False)
+        self._redraw()
+
+    def _on_document_cursor_changed(self) -> None:
+        self._redraw()
+
+    def _on_slider_value_changed(self, value: int) -> None:
+        if self._count():
+            self._document.set_cursor(value)
+
+    def _on_timer_timeout(self) -> None:
+        cursor = self._document.cursor
+        if cursor is None or cursor >= self._count() - 1:
+            self.set_playing(False)
+            return
+        self._document.set_cursor(cursor + 1)
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def _count(self) -> int:
+        timeline = self._document.timeline
+        return len(timeline.ops) if timeline is not None else 0
+
+    def _redraw(self) -> None:
+        count = self._count()
+        cursor = self._document.cursor
+        with QSignalBlocker(self._slider):
+            self._slider.setRange(0, max(count - 1, 0))
+            self._slider.setValue(cursor or 0)
+        self._slider.setEnabled(count > 0)
+        for action in self._actions.values():
+            action.setEnabled(count > 0)
+        if count == 0:
+            self._position.setText("no schedule")
+            self._show("Solve the graph, then step through its operations here.", "")
+        elif cursor is None:
+            self._position.setText(f"– / {count} operations")
+            self._show("Press ▶ or → to step through the schedule.", "")
+        else:
+            op = self._document.timeline.ops[cursor]
+            self._position.setText(f"op {cursor + 1} / {count} · {format_ms(op.start)}")
+            self._show_state(cursor)
+        self._redraw_play()
+
+    def _redraw_play(self) -> None:
+        icon = (
+            QStyle.StandardPixmap.SP_MediaPause
+            if self.playing
+            else QStyle.StandardPixmap.SP_MediaPlay
+        )
+        self._actions["play"].setIcon(self.style().standardIcon(icon))
+
+    def _show_state(self, index: int) -> None:
+        result = self._document.result
+        graph = self._document.graph
+        if not result_matches(graph, result):
+            self._show("", "")
+            return
+        state = state_at(graph, result.schedule, result.timeline, index)
+        op = state.op
+        budget = result.timeline.budgets.get(op.device, 0)
+        detail = (
+            f"{op.device} memory while it runs: {format_size(op.memory)} of {format_size(budget)}"
+        )
+        if op.freed:
+            freed = ", ".join(f"{node} on {device}" for device, node in op.freed)
+            detail += f" · frees afterwards: {freed}"
+        self._show(state.explanation, detail)
+
+    def _show(self, explanation: str, detail: str) -> None:
+        self._explanation_text = explanation
+        muted = colors_for(self).muted
+        head, dash, reason = explanation.partition(" — ")
+        text = f"<b>{html.escape(head)}</b>{dash}{html.escape(reason)}"
+        if detail:
+            text += f'<br><span style="color:{muted}">{html.escape(detail)}</span>'
+        self._text.setText(text)
+
+
+if __name__ == "__main__":
+    from app.views.demo import run_demo
+
+    raise SystemExit(run_demo(StepperPanel))

@@ -1,0 +1,151 @@
+"""Small input widgets shared by the panels: a size field with units and a slider with markers.
+
+A size field shows an *exact* value (``29 MB``, ``16 GiB``, ``1234567 B``) so that reading it
+back gives the same bytes, and commits only valid input; the slider draws the memory landmarks
+of spec/model.md §4 (lower bound, no-rematerialization peak) as ticks over its groove.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from PySide6.QtCore import QRect, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QLineEdit, QSlider, QStyle, QStyleOptionSlider, QWidget
+
+from solver.units import parse_size
+
+__all__ = ["exact_size_text", "SizeEdit", "MarkedSlider", "ERROR_STYLE"]
+
+ERROR_STYLE = "QLineEdit { border: 1px solid #d62728; background: #fdecea; }"
+_UNITS = (
+    ("GiB", 1024**3),
+    ("GB", 1000**3),
+    ("MiB", 1024**2),
+    ("MB", 1000**2),
+    ("KiB", 1024),
+    ("kB", 1000),
+)
+
+
+def exact_size_text(num_bytes: int) -> str:
+    """The shortest exact spelling of a size: the largest unit that needs at most 3 decimals
+    and fewer than 5 integer digits; otherwise plain bytes.
+
+    >>> exact_size_text(29_000_000), exact_size_text(16 * 1024**3), exact_size_text(25_200_000_000)
+    ('29 MB', '16 GiB', '25.2 GB')
+    >>> exact_size_text(1_234_567), exact_size_text(3 * 1024**2 // 2), exact_size_text(2751027520)
+    ('1234.567 kB', '1.5 MiB', '2751027520 B')
+    """
+    for unit, factor in _UNITS:
+        if num_bytes < factor:
+            continue
+        text = f"{num_bytes / factor:.3f}".rstrip("0").rstrip(".")
+        if (
+            num_bytes < 10_000 * factor and Fraction(text) * factor == num_bytes
+        ):  # exact: parse_size would drop a fraction
+            return f"{text} {unit}"
+    return f"{num_bytes} B"
+
+
+class SizeEdit(QLineEdit):
+    """A line edit for a size in bytes, with units (``4 MB``, ``1.5 GiB``, ``12``).
+
+    Emits ``size_committed(int)`` on Enter or focus-out with valid, changed input; invalid input
+    turns red with the parser's reason as tooltip, and Escape restores the last value.
+    """
+
+    size_committed = Signal(int)
+    """A new, valid size in bytes was entered."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._value: int | None = None
+        self.setPlaceholderText("e.g. 4 GiB")
+        self.editingFinished.connect(self._on_self_editing_finished)
+        self.textEdited.connect(self._on_self_text_edited)
+
+    def value(self) -> int | None:
+        return self._value
+
+    def set_value(self, num_bytes: int | None) -> None:
+        """Show ``num_bytes`` exactly (``None`` clears); never emits ``size_committed``."""
+        self._value = num_bytes
+        self.setText("" if num_bytes is None else exact_size_text(num_bytes))
+        self._mark(None)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.key() == Qt.Key.Key_Escape:
+            self.set_value(self._value)
+            return
+        super().keyPressEvent(event)
+
+    def _on_self_text_edited(self, text: str) -> None:
+        try:
+            parse_size(text)
+        except ValueError as exc:
+            self._mark(str(exc))
+        else:
+            self._mark(None)
+
+    def _on_self_editing_finished(self) -> None:
+        try:
+            value = parse_size(self.text())
+        except ValueError as exc:
+            self._mark(str(exc))
+            return
+        self._mark(None)
+        if value != self._value:
+            self._value = value
+            self.setText(exact_size_text(value))
+            self.size_committed.emit(value)
+
+    def _mark(self, error: str | None) -> None:
+        self.setStyleSheet(ERROR_STYLE if error else "")
+        self.setToolTip(error or "Bytes, or a number with B, kB, MB, GB, KiB, MiB or GiB")
+
+
+class MarkedSlider(QSlider):
+    """A horizontal slider that draws labelled ticks at given slider values.
+
+    Markers are ``(value, colour, tooltip)``; they are drawn over the groove so that the handle
+    can be dragged to them.
+    """
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self._markers: list[tuple[int, QColor, str]] = []
+        self.setMinimumHeight(26)
+
+    def set_markers(self, markers: list[tuple[int, str, str]]) -> None:
+        self._markers = [(v, QColor(c), tip) for v, c, tip in markers]
+        self.setToolTip("\n".join(tip for _, _, tip in markers))
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        super().paintEvent(event)
+        if not self._markers:
+            return
+        option = QStyleOptionSlider()
+        self.initStyleOption(option)
+        groove = self.style().subControlRect(
+            QStyle.ComplexControl.CC_Slider, option, QStyle.SubControl.SC_SliderGroove, self
+        )
+        handle = self.style().subControlRect(
+            QStyle.ComplexControl.CC_Slider, option, QStyle.SubControl.SC_SliderHandle, self
+        )
+        span = groove.width() - handle.width()
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        for value, colour, _ in self._markers:
+            if not self.minimum() <= value <= self.maximum():
+                continue
+            x = (
+                groove.x()
+                + handle.width() // 2
+                + QStyle.sliderPositionFromValue(self.minimum(), self.maximum(), value, span)
+            )
+            painter.setPen(QPen(colour, 2))
+            painter.drawLine(x, 1, x, self.height() - 2)
+            painter.fillRect(QRect(x - 3, 0, 7, 3), colour)
+        painter.end()

@@ -1,0 +1,123 @@
+"""Files: bad files are refused with the core's message and change nothing; projects round-trip.
+
+The error dialog and the unsaved-changes question are monkeypatched classmethods (conftest).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.dialogs import Choice, FileDialog
+from app.project import SolverSettings
+from solver.examples import example_path
+from solver.formats import graph_to_dict, read_json, save_schedule, schedule_to_dict
+
+
+def chain_doc() -> dict:
+    return read_json(example_path("chain"))
+
+
+def malformed(tmp_path):
+    path = tmp_path / "malformed.graph.json"
+    path.write_text('{"format": "remat-graph", "nodes": [', encoding="utf-8")
+    return path, "line 1"
+
+
+def cycle(tmp_path):
+    doc = chain_doc()
+    doc["nodes"][0]["inputs"] = [doc["nodes"][-1]["id"]]
+    path = tmp_path / "cycle.graph.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path, "cycle"
+
+
+def unknown_device(tmp_path):
+    doc = chain_doc()
+    doc["nodes"][1]["cost"]["tpu"] = 1.0
+    path = tmp_path / "device.graph.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path, "unknown device 'tpu'"
+
+
+def negative_size(tmp_path):
+    doc = chain_doc()
+    doc["nodes"][2]["memory"] = -4
+    path = tmp_path / "negative.graph.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path, "negative"
+
+
+@pytest.mark.parametrize("bad", [malformed, cycle, unknown_device, negative_size])
+def test_files_bad_file_shows_error_and_keeps_work(tmp_path, make_window, dialogs, bad):
+    window = make_window("chain")
+    window.devices_panel.rows["gpu"].slider.setValue(900)  # unsaved work
+    graph, stack_count = window.document.graph, window.document.undo_stack.count()
+    path, expected = bad(tmp_path)
+    assert not window.open_file(str(path))
+    ((title, message),) = dialogs.errors
+    assert path.name in title and path.name in message and expected in message
+    assert window.document.graph is graph
+    assert window.document.undo_stack.count() == stack_count and window.document.is_modified
+    assert dialogs.unsaved_asked == []  # refused before anything was asked
+
+
+def test_files_save_and_reopen_round_trip(tmp_path, qtbot, make_window, monkeypatch):
+    window = make_window("chain")
+    window.document.edit_budget = None
+    window.devices_panel.rows["gpu"].size_edit.setText("40 MB")
+    window.devices_panel.rows["gpu"].size_edit.editingFinished.emit()
+    settings = SolverSettings(method="xengine", backend="cbc", time_limit_s=30, gap_rel=0.001)
+    window.document.set_settings(settings)
+    with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
+        window.window_actions.solve.trigger()
+    assert blocker.args[0].ok
+    target = tmp_path / "study.xengine.json"
+    monkeypatch.setattr(FileDialog, "save_path", classmethod(lambda cls, *a: str(target)))
+    window.window_actions.save.trigger()
+    assert target.is_file() and not window.document.is_modified
+    assert window.windowTitle().startswith("study.xengine.json")
+
+    again = make_window(None)
+    assert again.open_file(str(target))
+    old, new = window.document, again.document
+    assert graph_to_dict(new.graph) == graph_to_dict(old.graph)
+    assert new.budgets == old.budgets == {**old.budgets, "gpu": 40_000_000}
+    assert new.settings == settings
+    assert schedule_to_dict(new.result.schedule) == schedule_to_dict(old.result.schedule)
+    assert new.result.ok and new.result.timeline.total_ms == pytest.approx(old.result.objective)
+    assert new.file_path == str(target) and not new.is_modified
+    assert str(target) in again.settings.recent_files()
+
+
+def test_files_unsaved_prompt_cancel_keeps_everything(make_window, dialogs):
+    window = make_window("chain")
+    window.devices_panel.rows["gpu"].slider.setValue(900)
+    graph = window.document.graph
+    dialogs.unsaved_answer = Choice.CANCEL
+    assert not window.open_example("diamond")
+    assert dialogs.unsaved_asked == ["chain"]
+    assert window.document.graph is graph and window.document.is_modified
+    dialogs.unsaved_answer = Choice.DISCARD
+    assert window.open_example("diamond")
+    assert window.document.graph.name == "diamond" and not window.document.is_modified
+
+
+def test_files_import_schedule_is_replayed(tmp_path, make_window, dialogs):
+    window = make_window("chain")
+    from solver.methods import solve
+
+    result = solve(window.document.graph, "checkpoint-all:cpu")
+    path = tmp_path / "mine.schedule.json"
+    save_schedule(result.schedule, path)
+    assert window.files.import_schedule(str(path))
+    shown = window.document.result
+    assert shown.ok and shown.timeline.total_ms == pytest.approx(result.timeline.total_ms)
+    bad = tmp_path / "other.schedule.json"
+    doc = schedule_to_dict(result.schedule)
+    doc["stages"][0]["ops"][0]["node"] = "ghost"
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    assert not window.files.import_schedule(str(bad))
+    assert "unknown node 'ghost'" in dialogs.errors[-1][1]
+    assert window.document.result is shown

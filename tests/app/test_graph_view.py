@@ -1,0 +1,102 @@
+"""The graph view: layered layout, folding, selection through the document, step colours."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.document import Document
+from app.views.graph_layout import layout_graph
+from app.views.graph_view import GraphView, step_residency
+from solver.examples import example_path
+from solver.explain import state_at
+from solver.formats import load_graph
+from solver.methods import solve
+
+
+@pytest.fixture
+def chain_document(qapp) -> Document:
+    document = Document()
+    graph = load_graph(example_path("chain"))
+    document.set_graph(graph)
+    document.set_result(solve(graph, "checkpoint-all:cpu"))
+    return document
+
+
+@pytest.fixture
+def view(qtbot, chain_document) -> GraphView:
+    view = GraphView(chain_document)
+    qtbot.addWidget(view)
+    return view
+
+
+def test_layout_layers_run_left_to_right_and_fold_backward_under_forward():
+    graph = load_graph(example_path("chain"))
+    flat = layout_graph(graph, fold=False)
+    assert all(flat.column[e.source] < flat.column[e.target] for e in graph.edges)
+    folded = layout_graph(graph, fold=True)
+    assert folded.folded and folded.columns < flat.columns
+    for node in graph.nodes:
+        if node.kind == "backward":
+            assert folded.column[node.id] == folded.column[node.of]
+            assert folded.row[node.id] > folded.row[node.of]
+
+
+def test_graph_view_draws_every_node_and_edge_with_tooltips(view, chain_document):
+    graph = chain_document.graph
+    assert set(view.nodes) == set(graph.index)
+    assert set(view.edges) == {(e.source, e.target) for e in graph.edges}
+    tip = view.nodes["fc1"].toolTip()
+    assert "Gemm" in tip and "8.0 MB" not in tip and "7.6 MiB" in tip and "gpu 0.5 ms" in tip
+    assert "cpu \u2192 gpu: 0.677 ms <i>(link)</i>" in view.edges[("fc1", "relu1")].toolTip()
+
+
+def test_graph_view_click_selects_through_the_document(view, chain_document):
+    view.click_node("fc2")
+    assert chain_document.selection == "fc2" and view.nodes["fc2"].is_selected
+    chain_document.set_selection("relu1")
+    assert view.nodes["relu1"].is_selected and not view.nodes["fc2"].is_selected
+    view.click_edge(None)
+    assert chain_document.selection is None
+
+
+def test_graph_view_step_colours_come_from_explain(view, chain_document):
+    assert all(item.residency is None for item in view.nodes.values())
+    chain_document.set_cursor(3)
+    result = chain_document.result
+    state = state_at(chain_document.graph, result.schedule, result.timeline, 3)
+    assert step_residency(chain_document) == {k: dict(v) for k, v in state.residency.items()}
+    op = result.timeline.ops[3]
+    assert view.nodes[op.node].residency[op.device] == "computing"
+    chain_document.set_cursor(None)
+    assert all(item.residency is None for item in view.nodes.values())
+
+
+def test_graph_canvas_click_selects_and_drag_connects(qtbot, qapp):
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    from app.commands import AddNodeCommand
+    from app.edits import empty_graph
+
+    document = Document()
+    document.open(empty_graph())
+    for _ in range(2):
+        document.edit(AddNodeCommand)
+    view = GraphView(document)
+    qtbot.addWidget(view)
+    view.resize(600, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    canvas = view.canvas
+
+    def at(node_id: str) -> QPoint:
+        return canvas.mapFromScene(view.nodes[node_id].pos())
+
+    document.set_selection(None)
+    QTest.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at("n1"))
+    assert document.selection == "n1"
+    QTest.mousePress(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at("n1"))
+    QTest.mouseMove(canvas.viewport(), at("n2"))
+    QTest.mouseRelease(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at("n2"))
+    assert [(e.source, e.target) for e in document.graph.edges] == [("n1", "n2")]
+    assert document.undo_stack.undoText() == "Connect n1 \u2192 n2"

@@ -1,0 +1,91 @@
+"""Trade-off explorer: a budget sweep in the background; points open their schedules."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from app.document import Document
+from app.views.background import BackgroundTask
+from app.views.explorer import ExplorerView, sweep_fractions
+from solver.bounds import lower_bound, no_remat_peak
+from solver.formats import load_graph, load_schedule
+from solver.simulate import simulate
+from solver.solve import SolveOptions, SolveResult
+from solver.status import SolveStatus
+
+# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture
+def document():
+    graph = load_graph(DATA / "handbuilt.graph.json")
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    doc = Document()
+    doc.set_graph(graph)
+    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    return doc
+
+
+@pytest.fixture
+def view(qtbot, document):
+    widget = ExplorerView(document, options=SolveOptions(time_limit_s=20))
+    qtbot.addWidget(widget)
+    widget.resize(900, 500)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+    widget.cancel()
+    qtbot.waitUntil(lambda: not BackgroundTask.running(), timeout=30_000)
+
+
+def test_sweep_fractions_run_from_the_peak_down_to_the_lower_bound(document):
+    graph = document.graph
+    fractions = sweep_fractions(graph, "gpu", 3)
+    peak, bound = no_remat_peak(graph), lower_bound(graph, "gpu")
+    assert fractions[0] == 1.0
+    assert int(fractions[-1] * peak) >= bound
+    assert fractions == sorted(fractions, reverse=True)
+
+
+def test_explorer_sweep_plots_time_against_budget(qtbot, view, document):
+    with qtbot.waitSignal(view.sweep_finished, timeout=60_000) as blocker:
+        view.run("gpu", 3)
+    points = blocker.args[0]
+    fractions = sweep_fractions(document.graph, "gpu", 3)
+    assert len(points) == 2 * len(fractions)
+    scale = 2**20
+    for method, scatter in view.scatter.items():
+        good = sorted(
+            (p for p in points if p.method == method and p.total_ms), key=lambda p: p.budget
+        )
+        x, y = scatter.getData()
+        np.testing.assert_allclose(x, [p.budget / scale for p in good])
+        np.testing.assert_allclose(y, [p.total_ms for p in good])
+
+
+def test_explorer_clicking_a_point_opens_its_schedule(qtbot, view, document):
+    with qtbot.waitSignal(view.sweep_finished, timeout=60_000):
+        view.run("gpu", 2)
+    spot = view.scatter["xengine"].points()[0]
+    vb = view.plot.getViewBox()
+    graphics_view = vb.scene().views()[0]
+    pos = graphics_view.mapFromScene(vb.mapViewToScene(spot.pos()))
+    with qtbot.waitSignal(document.result_changed):
+        QTest.mouseClick(graphics_view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert document.result is spot.data().result
+
+
+def test_explorer_cancel_keeps_points_so_far(qtbot, view):
+    view.run("gpu", 4)
+    view.cancel()
+    assert not view.running
+    qtbot.waitUntil(lambda: not BackgroundTask.running(), timeout=30_000)

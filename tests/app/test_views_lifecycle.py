@@ -1,0 +1,62 @@
+"""Every view survives the document's whole life: empty, a graph, a result, a different graph.
+
+During an edit the document announces the new graph before it replaces the result, so for a
+moment a view sees a graph and a schedule that do not belong together; none may fail then.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from app.document import Document
+from app.views.comparison import ComparisonView
+from app.views.explorer import ExplorerView
+from app.views.gantt import GanttView
+from app.views.matrices import MatricesView
+from app.views.memory import MemoryView
+from app.views.schedule_view import ScheduleView
+from app.views.stepper import StepperPanel
+from solver.examples import example_path
+from solver.formats import load_graph, load_schedule
+from solver.generators import unit_chain
+from solver.simulate import simulate
+from solver.solve import SolveResult
+from solver.status import SolveStatus
+
+# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+DATA = Path(__file__).resolve().parents[1] / "data"
+VIEWS = [
+    GanttView,
+    MemoryView,
+    ScheduleView,
+    MatricesView,
+    StepperPanel,
+    ComparisonView,
+    ExplorerView,
+]
+
+
+@pytest.mark.parametrize("view_class", VIEWS, ids=lambda c: c.__name__)
+def test_view_survives_empty_graph_result_and_graph_swap(qtbot, view_class):
+    document = Document()
+    view = view_class(document)
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
+    graph = load_graph(DATA / "handbuilt.graph.json")
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    document.set_graph(graph)
+    document.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    document.set_selection("a")
+    document.set_cursor(3)
+    # a graph with other nodes and one device arrives while the old result is still shown
+    document.graph_changed.connect(lambda: view.grab())
+    document.set_graph(unit_chain(3))
+    assert document.result is None
+    document.set_graph(load_graph(example_path("chain")))
+    view.grab()

@@ -1,0 +1,118 @@
+"""R/S matrices: cells are the schedule's, coloured by kind; selection flows across views."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtTest import QTest
+
+from app.document import Document
+from app.theme import colors_for
+from app.views.gantt import GanttView
+from app.views.matrices import MatricesView
+from app.views.memory import MemoryView
+from solver.formats import load_graph, load_schedule
+from solver.simulate import simulate
+from solver.solve import SolveResult
+from solver.status import SolveStatus
+
+# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+DATA = Path(__file__).resolve().parents[1] / "data"
+MiB = 2**20
+
+
+@pytest.fixture
+def document():
+    graph = load_graph(DATA / "handbuilt.graph.json")
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    doc = Document()
+    doc.set_graph(graph)
+    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    return doc
+
+
+def click_at(plot, x: float, y: float) -> None:
+    """A real left click on a pyqtgraph plot at data coordinates."""
+    vb = plot.getViewBox()
+    graphics_view = vb.scene().views()[0]
+    pos = graphics_view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+    QTest.mouseClick(graphics_view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+
+
+@pytest.fixture
+def view(qtbot, document):
+    widget = MatricesView(document)
+    qtbot.addWidget(widget)
+    widget.resize(700, 700)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+
+
+def test_matrices_cells_match_the_schedule_and_are_coloured_by_kind(view):
+    colors = colors_for(view)
+    background, outside = colors.background, colors.grid
+    expected_r = {
+        ("gpu", 0, 0): colors.kind("forward"),
+        ("gpu", 1, 1): colors.kind("forward"),
+        ("gpu", 2, 2): colors.kind("loss"),
+        ("gpu", 3, 0): colors.recompute("forward"),
+        ("cpu", 3, 3): colors.kind("backward"),
+    }
+    for device in ("cpu", "gpu"):
+        for stage in range(4):
+            for node in range(4):
+                default = QColor(background if node <= stage else outside)
+                want = expected_r.get((device, stage, node), default)
+                assert view.cell_color(device, "R", stage, node).name() == want.name()
+
+
+def test_matrices_s_cells_use_the_device_colour(view):
+    colors = colors_for(view)
+    kept = {(1, 0), (2, 1), (3, 2)}
+    for stage in range(4):
+        for node in range(4):
+            gpu = view.cell_color("gpu", "S", stage, node).name()
+            if (stage, node) in kept:
+                assert gpu == colors.device(1).name()
+            else:
+                assert gpu in (colors.background, colors.grid)
+    cpu = view.image("cpu", "S")[..., :3]
+    assert not (cpu == np.array(colors.device(0).getRgb()[:3])).all(axis=-1).any()
+
+
+def test_matrices_click_on_a_cell_selects_its_node(qtbot, view, document):
+    with qtbot.waitSignal(document.selection_changed):
+        click_at(view.plot("gpu", "R"), 0.0, 3.0)
+    assert document.selection == "a"
+    assert view.selected_column("cpu", "S") == 0
+
+
+def test_matrices_outline_the_cursor_stage(view, document):
+    document.set_cursor(4)
+    assert view.cursor_row("gpu", "R") == 3 and view.cursor_row("cpu", "S") == 3
+    document.set_cursor(None)
+    assert view.cursor_row("gpu", "R") is None
+
+
+def test_selection_in_gantt_reaches_matrices_and_memory(qtbot, document):
+    gantt, matrices, memory = GanttView(document), MatricesView(document), MemoryView(document)
+    for widget in (gantt, matrices, memory):
+        qtbot.addWidget(widget)
+        widget.resize(700, 400)
+        widget.show()
+        qtbot.waitExposed(widget)
+    with qtbot.waitSignal(document.selection_changed):
+        click_at(gantt.plot, 3.5, 2.0)  # the loss node c on the gpu lane
+    assert document.selection == "c"
+    for device in ("cpu", "gpu"):
+        for which in ("R", "S"):
+            assert matrices.selected_column(device, which) == 2
+    assert memory.selected_curve("gpu").yData.max() == pytest.approx(1.0)

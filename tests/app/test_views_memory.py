@@ -1,0 +1,109 @@
+"""Memory view and the stacked schedule view: steps are the simulator's curves, x-linked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtTest import QTest
+
+from app.document import Document
+from app.theme import colors_for
+from app.views.memory import MemoryView
+from app.views.schedule_view import ScheduleView
+from solver.formats import load_graph, load_schedule
+from solver.simulate import simulate
+from solver.solve import SolveResult
+from solver.status import SolveStatus
+
+# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+DATA = Path(__file__).resolve().parents[1] / "data"
+MiB = 2**20
+
+
+@pytest.fixture
+def document():
+    graph = load_graph(DATA / "handbuilt.graph.json")
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    doc = Document()
+    doc.set_graph(graph)
+    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    return doc
+
+
+def click_at(plot, x: float, y: float) -> None:
+    """A real left click on a pyqtgraph plot at data coordinates."""
+    vb = plot.getViewBox()
+    graphics_view = vb.scene().views()[0]
+    pos = graphics_view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+    QTest.mouseClick(graphics_view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+
+
+@pytest.fixture
+def view(qtbot, document):
+    widget = MemoryView(document)
+    qtbot.addWidget(widget)
+    widget.resize(900, 420)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+
+
+def test_memory_steps_are_the_simulator_curves(view, document):
+    timeline = document.timeline
+    for device in ("cpu", "gpu"):
+        curve, (unit, scale) = view.curve(device), view.unit(device)
+        expected = timeline.memory[device]
+        assert unit == "MiB"
+        assert curve.opts["stepMode"] == "center"
+        np.testing.assert_array_equal(curve.xData, [*expected.times, timeline.total_ms])
+        np.testing.assert_array_equal(curve.yData * scale, expected.bytes)
+
+
+def test_memory_gpu_steps_checked_by_hand(view):
+    curve = view.curve("gpu")
+    np.testing.assert_array_equal(curve.xData, [0, 1, 3, 4, 5, 11, 11])
+    np.testing.assert_array_equal(curve.yData, [1, 3, 3, 2, 2, 0])
+
+
+def test_memory_budget_line_only_where_it_is_to_scale(view):
+    assert view.budget_line("gpu").isVisible()
+    assert view.budget_line("gpu").value() == pytest.approx(3.0)
+    assert not view.budget_line("cpu").isVisible()  # 16 MiB budget, 3 MiB peak
+
+
+def test_memory_hover_lists_resident_tensors_by_size(view):
+    text = view.tooltip_at("gpu", 3.5)
+    assert "3.0 MiB of 3.0 MiB" in text
+    assert "resident: b (2.0 MiB), c (1.0 MiB)" in text
+    assert view.resident_at("cpu", 6.5) == (2 * MiB, ("a", "c"))
+
+
+def test_memory_shows_the_selected_tensor_share(view, document):
+    document.set_selection("a")
+    np.testing.assert_array_equal(view.selected_curve("gpu").yData, [1, 1, 0, 1, 1, 0])
+
+
+def test_memory_uses_theme_colour_per_device(view):
+    colors = colors_for(view)
+    assert view.curve("gpu").opts["pen"].color() == colors.device(1)
+
+
+def test_schedule_view_links_the_time_axes_and_draws_the_cursor(qtbot, document):
+    widget = ScheduleView(document)
+    qtbot.addWidget(widget)
+    widget.resize(900, 600)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.gantt.plot.setXRange(2.0, 6.0, padding=0)
+    for device in ("cpu", "gpu"):
+        (x0, x1), _ = widget.memory.plot(device).getViewBox().viewRange()
+        assert (x0, x1) == pytest.approx((2.0, 6.0), abs=0.02)  # within a pixel
+    document.set_cursor(4)
+    lines = [widget.memory.cursor_line(d) for d in ("cpu", "gpu")]
+    assert all(line.isVisible() and line.value() == 7.0 for line in lines)

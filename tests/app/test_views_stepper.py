@@ -1,0 +1,111 @@
+"""Stepper: buttons, keys, slider and playback move the document cursor; the text explains."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from app.document import Document
+from app.views.stepper import StepperPanel
+from solver.formats import load_graph, load_schedule
+from solver.simulate import simulate
+from solver.solve import SolveResult
+from solver.status import SolveStatus
+
+# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture
+def document():
+    graph = load_graph(DATA / "handbuilt.graph.json")
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    doc = Document()
+    doc.set_graph(graph)
+    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    return doc
+
+
+@pytest.fixture
+def panel(qtbot, document):
+    widget = StepperPanel(document)
+    qtbot.addWidget(widget)
+    widget.resize(700, 140)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+
+
+def test_stepper_starts_before_the_first_operation(panel, document):
+    assert document.cursor is None
+    assert panel.explanation == "Press ▶ or → to step through the schedule."
+
+
+def test_stepper_next_and_previous_move_the_cursor(panel, document):
+    panel.step_actions["next"].trigger()
+    assert document.cursor == 0
+    panel.step_actions["next"].trigger()
+    panel.step_actions["next"].trigger()
+    assert document.cursor == 2
+    panel.step_actions["previous"].trigger()
+    assert document.cursor == 1
+    panel.step_actions["last"].trigger()
+    assert document.cursor == 4
+    panel.step_actions["next"].trigger()
+    assert document.cursor == 4
+    panel.step_actions["first"].trigger()
+    assert document.cursor == 0
+
+
+def test_stepper_explains_the_recomputation_with_node_device_and_reason(panel, document):
+    document.set_cursor(3)
+    assert panel.explanation.startswith("stage 3: recompute a on gpu (1 ms) — its output was freed")
+    assert "to stay under 3.0 MiB" in panel.explanation
+    document.set_cursor(4)
+    assert panel.explanation == "stage 3: compute d on cpu (4 ms), copying a and c from gpu (2 ms)"
+
+
+def test_stepper_slider_follows_and_drives_the_cursor(panel, document):
+    document.set_cursor(2)
+    assert panel.slider.value() == 2 and panel.slider.maximum() == 4
+    panel.slider.setValue(3)
+    assert document.cursor == 3
+
+
+def test_stepper_keyboard_shortcuts(qtbot, panel, document):
+    panel.activateWindow()
+    panel.setFocus()
+    qtbot.waitUntil(panel.hasFocus)
+    QTest.keyClick(panel, Qt.Key.Key_Right)
+    QTest.keyClick(panel, Qt.Key.Key_Right)
+    assert document.cursor == 1
+    QTest.keyClick(panel, Qt.Key.Key_End)
+    assert document.cursor == 4
+    QTest.keyClick(panel, Qt.Key.Key_Left)
+    assert document.cursor == 3
+    QTest.keyClick(panel, Qt.Key.Key_Home)
+    assert document.cursor == 0
+    QTest.keyClick(panel, Qt.Key.Key_Space)
+    assert panel.playing
+    QTest.keyClick(panel, Qt.Key.Key_Space)
+    assert not panel.playing
+
+
+def test_stepper_plays_to_the_end_and_stops(qtbot, panel, document):
+    panel.set_play_interval(5)
+    panel.step_actions["play"].trigger()
+    assert panel.playing and document.cursor == 0
+    qtbot.waitUntil(lambda: not panel.playing, timeout=3000)
+    assert document.cursor == 4
+
+
+def test_stepper_disables_itself_without_a_schedule(panel, document):
+    document.set_result(None)
+    assert not panel.slider.isEnabled()
+    assert not panel.step_actions["next"].isEnabled()

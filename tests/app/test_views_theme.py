@@ -1,0 +1,76 @@
+"""Themes: palette, pyqtgraph defaults, existing plots and kind colours all switch together."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyqtgraph as pg
+import pytest
+
+from app.document import Document
+from app.theme import DARK, LIGHT, apply_theme, colors_for
+from app.views.gantt import GanttView
+from app.views.memory import MemoryView
+from solver.formats import load_graph, load_schedule
+from solver.simulate import simulate
+from solver.solve import SolveResult
+from solver.status import SolveStatus
+
+# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture
+def document():
+    graph = load_graph(DATA / "handbuilt.graph.json")
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    doc = Document()
+    doc.set_graph(graph)
+    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    return doc
+
+
+@pytest.fixture
+def dark(qapp):
+    apply_theme(qapp, "dark")
+    yield qapp
+    apply_theme(qapp, "light")
+
+
+def test_theme_dark_restyles_existing_views(qtbot, document, qapp):
+    gantt, memory = GanttView(document), MemoryView(document)
+    for widget in (gantt, memory):
+        qtbot.addWidget(widget)
+    assert colors_for(gantt) is LIGHT
+    apply_theme(qapp, "dark")
+    try:
+        qtbot.waitUntil(lambda: colors_for(gantt) is DARK)  # palette changes arrive as events
+        assert gantt.layer("forward").opts["brush"] == DARK.kind("forward")
+        assert memory.curve("gpu").opts["pen"].color() == DARK.device(1)
+        view = gantt.plot.getViewBox().scene().views()[0]
+        assert view.backgroundBrush().color().name() == DARK.background
+        assert pg.getConfigOption("background") == DARK.background
+    finally:
+        apply_theme(qapp, "light")
+    qtbot.waitUntil(lambda: gantt.layer("forward").opts["brush"] == LIGHT.kind("forward"))
+
+
+def test_theme_new_views_take_the_current_theme(qtbot, document, dark):
+    gantt = GanttView(document)
+    qtbot.addWidget(gantt)
+    assert gantt.layer("backward").opts["brush"] == DARK.kind("backward")
+
+
+def test_theme_unknown_name_is_refused(qapp):
+    with pytest.raises(ValueError, match="unknown theme 'sepia'; choose one of light, dark"):
+        apply_theme(qapp, "sepia")
+
+
+def test_theme_kinds_are_distinct_in_both_themes():
+    for colors in (LIGHT, DARK):
+        fills = [colors.kind(k).name() for k in ("forward", "loss", "backward", "other")]
+        fills += [colors.recompute("forward").name(), colors.transfer]
+        assert len(set(fills)) == len(fills)

@@ -1,0 +1,171 @@
+"""The window solves what the core solves: open an example, move a slider, solve, compare.
+
+Also: cancelling a long solve keeps the incumbent without freezing the event loop, and closing
+the window during a solve stops CBC.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QTimer
+
+from app.panels.devices import SLIDER_STEPS
+from app.project import SolverSettings
+from app.solving import format_objective
+from solver.generators import unit_chain
+from solver.methods import solve
+from solver.simulate import simulate
+from solver.solve import SolveOptions
+from solver.status import SolveStatus
+
+
+def cbc_children() -> list[str]:
+    """Command lines of processes below ours that mention cbc (none may be left after a solve).
+
+    CBC runs in the solver's child process, so this walks all descendants, not just children.
+    """
+    parents, cmdlines = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        cmdlines[int(entry.name)] = cmdline
+
+    def below_us(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [cmd for pid, cmd in cmdlines.items() if "cbc" in cmd.lower() and below_us(pid)]
+
+
+class LoopProbe:
+    """A 10 ms QTimer that records the longest gap between its ticks (event-loop stalls)."""
+
+    def __init__(self) -> None:
+        self.max_gap = 0.0
+        self.worst_at = 0.0
+        self.ticks = 0
+        self._start = self._last = time.perf_counter()
+        self._timer = QTimer()
+        self._timer.setInterval(10)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._timer.start()
+
+    def _on_timer_timeout(self) -> None:
+        now = time.perf_counter()
+        if now - self._last > self.max_gap:
+            self.max_gap, self.worst_at = now - self._last, self._last - self._start
+        self._last = now
+        self.ticks += 1
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+
+def test_window_slider_then_solve_matches_the_core(qtbot, make_window, dialogs):
+    window = make_window("chain")
+    row = window.devices_panel.rows["gpu"]
+    before = window.document.budgets["gpu"]
+    row.slider.setValue(round(0.9 * SLIDER_STEPS))  # keyboard-like change: one undo entry
+    budgets = window.document.budgets
+    assert budgets["gpu"] != before
+    assert window.document.undo_stack.count() == 1
+    assert row.size_edit.value() == budgets["gpu"]
+
+    with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
+        window.window_actions.solve.trigger()
+    result = blocker.args[0]
+
+    settings = window.document.settings
+    options = SolveOptions(settings.backend, settings.time_limit_s, settings.gap_rel)
+    direct = solve(window.document.graph, settings.method, options)
+    assert result.status is SolveStatus.OPTIMAL and direct.status is SolveStatus.OPTIMAL
+    assert result.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert result.schedule.budgets == budgets
+    replay = simulate(window.document.graph, result.schedule)
+    assert replay.valid and replay.total_ms == pytest.approx(result.objective, rel=1e-6)
+    assert window.document.result is result
+    assert format_objective(result.objective) in window.solver_panel.objective_label.text()
+    assert "optimal" in window.result_label.text()
+    assert not dialogs.errors
+
+
+def test_window_shows_cached_result_when_budget_returns(qtbot, make_window):
+    window = make_window("chain")
+    with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
+        window.window_actions.solve.trigger()
+    first = blocker.args[0]
+    window.devices_panel.rows["gpu"].size_edit.setText("40 MB")
+    window.devices_panel.rows["gpu"].size_edit.editingFinished.emit()
+    assert window.document.budgets["gpu"] == 40_000_000
+    assert not window.document.is_result_current()
+    window.window_actions.undo.trigger()
+    assert window.document.result is first  # cached for these budgets: no new solve
+    assert not window.controller.is_running
+
+
+def test_window_cancel_keeps_incumbent_and_never_stalls(qtbot, make_window):
+    window = make_window(None)
+    window.document.open(unit_chain(30, budget=12))  # warm start gives an incumbent at once
+    window.document.set_settings(SolverSettings(time_limit_s=600))
+    seen: list = []
+    window.controller.progressed.connect(seen.extend)
+    window.repaint()  # the first paint of the opened graph is not part of the solve
+    probe = LoopProbe()
+    try:
+        window.window_actions.solve.trigger()
+        qtbot.waitUntil(lambda: any(p.incumbent is not None for p in seen), timeout=60_000)
+        with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
+            window.window_actions.cancel.trigger()
+    finally:
+        probe.stop()
+    result = blocker.args[0]
+    assert result.status is SolveStatus.CANCELLED
+    assert result.ok and result.objective is not None
+    assert simulate(window.document.graph, result.schedule).total_ms == pytest.approx(
+        result.objective, rel=1e-6
+    )
+    assert window.document.result is result
+    assert probe.ticks > 50
+    assert probe.max_gap < 0.1, (
+        f"event loop stalled {probe.max_gap * 1000:.0f} ms at {probe.worst_at:.2f} s"
+    )
+    assert cbc_children() == []
+
+
+def test_window_close_during_solve_stops_cbc(qtbot, make_window):
+    window = make_window(None)
+    window.document.open(unit_chain(30, budget=12))
+    window.document.set_settings(SolverSettings(time_limit_s=600))
+    seen: list = []
+    window.controller.progressed.connect(seen.extend)
+    window.window_actions.solve.trigger()
+    qtbot.waitUntil(lambda: any("CBC" in (p.log_line or "") for p in seen), timeout=60_000)
+    assert cbc_children(), "CBC should be running"
+    assert window.close()
+    assert cbc_children() == []
+
+
+def test_window_infeasible_budget_shows_the_explanation(qtbot, make_window):
+    window = make_window("chain")  # the teaching GPU is below its lower bound on purpose
+    window.document.set_settings(SolverSettings(method="checkmate:gpu"))
+    with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
+        window.window_actions.solve.trigger()
+    result = blocker.args[0]
+    assert result.status is SolveStatus.INFEASIBLE and not result.ok
+    assert "needs" in result.message and "raise a budget" in result.message
+    shown = window.solver_panel.status_label.text()
+    assert "infeasible" in shown and "raise a budget" in shown
+    assert "infeasible" in window.result_label.text()
