@@ -8,9 +8,11 @@ stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
+import os
 import signal
 import sys
 import threading
@@ -108,6 +110,20 @@ def _cancel_on_interrupt() -> threading.Event:
     return cancel
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Send what native code prints (HiGHS's banner) to stderr, so stdout stays pure output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _report(result: SolveResult) -> dict:
     block = {
         "method": result.method,
@@ -158,7 +174,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     graph = _load(args.graph, args.budget)
     parse_method(graph, args.method)
     options = _options(args)
-    result = solve(graph, args.method, options, cancel=_cancel_on_interrupt())
+    with _stdout_to_stderr():
+        result = solve(graph, args.method, options, cancel=_cancel_on_interrupt())
     if args.output and result.schedule is not None:
         save_schedule(result.schedule, args.output, result.timeline.summary())
     if args.json:

@@ -155,3 +155,16 @@ def test_every_kind_of_graph_error_exits_2_with_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"error: {path}: ") and err.count("\n") == 1, err
         assert re.search(words, err), (words, err)
+
+
+def test_solve_json_stdout_is_pure_json_with_highs():
+    pytest.importorskip("highspy")
+    done = subprocess.run(
+        [sys.executable, "main.py", "solve", "chain", "--solver", "highs", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "optimal"  # HiGHS's banner went to stderr
