@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu, QStyle, QToolBar
 
@@ -34,6 +35,10 @@ class WindowActions:
     import_graph: QAction
     import_schedule: QAction
     export_graph: QAction
+    export_png: QAction
+    export_svg: QAction
+    export_schedule: QAction
+    export_timeline: QAction
     quit: QAction
     undo: QAction
     redo: QAction
@@ -45,6 +50,7 @@ class WindowActions:
     auto_solve: QAction
     recent_menu: QMenu
     examples_menu: QMenu
+    export_menu: QMenu
 
 
 def _action(window: MainWindow, text: str, slot, shortcut=None, tip: str = "", icon=None):
@@ -81,6 +87,14 @@ def build_actions(window: MainWindow) -> WindowActions:
                                 tip="Show a schedule file for this graph"),
         export_graph=_action(window, "&Export Graph\u2026", files.export_graph,
                              tip="Write the graph alone, for the command line"),
+        export_png=_action(window, "View as &PNG\u2026", lambda: window.export_view("png"),
+                           tip="The schedule view on display, as an image"),
+        export_svg=_action(window, "View as &SVG\u2026", lambda: window.export_view("svg"),
+                           tip="The schedule view on display, as a vector drawing"),
+        export_schedule=_action(window, "Schedule as &JSON\u2026", files.export_schedule,
+                                tip="The schedule file of the result on display"),
+        export_timeline=_action(window, "Timeline as &CSV\u2026", files.export_timeline,
+                                tip="Every operation and transfer of the result, one per row"),
         quit=_action(window, "&Quit", window.close, keys.Quit),
         undo=undo,
         redo=redo,
@@ -99,6 +113,7 @@ def build_actions(window: MainWindow) -> WindowActions:
         auto_solve=QAction("&Auto-solve", window, checkable=True),
         recent_menu=QMenu("Open &Recent", window),
         examples_menu=QMenu("E&xamples", window),
+        export_menu=QMenu("Expor&t", window),
     )  # fmt: skip
     actions.auto_solve.setToolTip("Solve again when a budget slider settles")
     actions.auto_solve.toggled.connect(window.set_auto_solve)
@@ -125,6 +140,10 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
     file.addActions([a.save, a.save_as])
     file.addSeparator()
     file.addActions([a.import_graph, a.import_schedule, a.export_graph])
+    file.addMenu(a.export_menu)
+    a.export_menu.addActions([a.export_png, a.export_svg])
+    a.export_menu.addSeparator()
+    a.export_menu.addActions([a.export_schedule, a.export_timeline])
     file.addSeparator()
     file.addAction(a.quit)
     a.recent_menu.aboutToShow.connect(lambda: _fill_recent(window, a.recent_menu))
@@ -157,7 +176,12 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
     view.addAction("Reset &Layout").triggered.connect(window.reset_layout)
     if window.stepper is not None:
         step = bar.addMenu("S&tep")
-        step.addActions(list(window.stepper.actions.values()))
+        for action in window.stepper.step_actions.values():
+            # anywhere in the window, not only in the panel; text fields still get their keys
+            # first (a QLineEdit accepts ShortcutOverride for the keys it uses)
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            window.addAction(action)
+            step.addAction(action)
     help_menu = bar.addMenu("&Help")
     help_menu.addAction("&About XEngine Studio").triggered.connect(window.show_about)
 

@@ -18,6 +18,7 @@ from app.commands import ReplaceGraphCommand
 from app.dialogs import Choice, ErrorDialog, FileDialog, UnsavedChangesDialog
 from app.document import Document
 from app.edits import empty_graph
+from app.export import export_schedule_json, export_timeline_csv, export_widget
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
 from solver.errors import XEngineError
@@ -35,6 +36,8 @@ OPEN_FILTERS = (
 )
 GRAPH_FILTERS = "Graphs (*.graph.json *.json);;All files (*)"
 SCHEDULE_FILTERS = "Schedules (*.schedule.json *.json);;All files (*)"
+IMAGE_FILTERS = {"png": "PNG images (*.png)", "svg": "SVG drawings (*.svg)"}
+CSV_FILTERS = "CSV tables (*.csv);;All files (*)"
 
 
 class FileController(QObject):
@@ -173,6 +176,49 @@ class FileController(QObject):
             self._fail(f"Could not write {Path(path).name}", exc)
             return False
         self.status_message.emit(f"Exported the graph to {Path(path).name}")
+        return True
+
+    def export_view(self, widget: QWidget, kind: str) -> bool:
+        """Render ``widget`` (the view on display) as a ``kind`` ("png" or "svg") image."""
+        return self._export(
+            f"Export view as {kind.upper()}", f"-view.{kind}", IMAGE_FILTERS[kind],
+            lambda path: export_widget(widget, path),
+        )  # fmt: skip
+
+    def export_schedule(self) -> bool:
+        """Write the result's schedule (with its timeline summary) as a schedule file."""
+        result = self._document.result
+        if result is None or result.schedule is None:
+            return False
+        return self._export(
+            "Export schedule", ".schedule.json", SCHEDULE_FILTERS,
+            lambda path: export_schedule_json(result.schedule, path, result.timeline),
+        )  # fmt: skip
+
+    def export_timeline(self) -> bool:
+        """Write the result's timeline, one row per operation and transfer, as CSV."""
+        result = self._document.result
+        if result is None or result.timeline is None:
+            return False
+        return self._export(
+            "Export timeline", ".timeline.csv", CSV_FILTERS,
+            lambda path: export_timeline_csv(result.timeline, path),
+        )  # fmt: skip
+
+    def _export(self, caption: str, suffix: str, filters: str, write) -> bool:
+        graph = self._document.graph
+        name = _slug(graph.name if graph is not None else "") + suffix
+        path = FileDialog.save_path(
+            self._window, caption, os.path.join(self._settings.last_dir(), name), filters
+        )
+        if not path:
+            return False
+        try:
+            write(path)
+        except (OSError, ValueError) as exc:
+            self._fail(f"Could not write {Path(path).name}", exc)
+            return False
+        self.status_message.emit(f"Exported {Path(path).name}")
         return True
 
     # ----- import -------------------------------------------------------------------------------

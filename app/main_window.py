@@ -90,6 +90,7 @@ class MainWindow(QMainWindow):
         self._restore_layout()
         self._on_document_title_changed()
         self._on_document_settings_changed()
+        self._on_document_result_changed()
 
     # ----- building -----------------------------------------------------------------------------
     def _build_central(self) -> QTabWidget:
@@ -179,6 +180,10 @@ class MainWindow(QMainWindow):
 
         apply_theme(QApplication.instance(), name)
 
+    def export_view(self, kind: str) -> bool:
+        """Export the schedule view on display as a ``kind`` ("png" or "svg") image."""
+        return self.files.export_view(self.schedule_tabs.currentWidget(), kind)
+
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
 
@@ -225,6 +230,9 @@ class MainWindow(QMainWindow):
 
     def _on_document_result_changed(self) -> None:
         result: SolveResult | None = self.document.result
+        a = self.window_actions
+        for action in (a.export_png, a.export_svg, a.export_schedule, a.export_timeline):
+            action.setEnabled(result is not None and result.ok)
         if result is None:
             self.result_label.setText("")
             return

@@ -1,4 +1,4 @@
-"""Run ``solver.methods.solve`` in a child process, with progress and cancel relayed.
+"""Run solver work (one solve, a comparison, a sweep) in a child process, with its reports relayed.
 
 Why a process: building the MIQP and reading the answer back is pure Python. On a worker
 *thread* it holds the GIL for most of a second (minutes for the big zoo graphs), and every Python
@@ -6,10 +6,14 @@ callback of the GUI thread (paint events of pyqtgraph items, timers) then queues
 we measured 0.5-1 s event-loop stalls on the 30-layer chain. In a child process the worker
 thread only waits on a pipe (GIL released), so the window stays fluid whatever the model size.
 
-The child comes from a ``forkserver`` (a clean interpreter started once, with the core already
-imported: about 5 ms per solve after a 0.3 s first start), never a fork of the Qt process.
-Cancelling sets the child's Event, which the core polls to stop CBC with SIGINT and keep the
-incumbent. No Qt here: the caller (``app.workers``) turns the callbacks into signals.
+A *job* is a picklable callable ``job(report, cancel)`` (a ``functools.partial`` of a solver
+function whose last two parameters are the report callback and the cancel Event, e.g.
+``partial(solve, graph, method, options)``); it runs in the child, each ``report(item)`` reaches
+the caller's ``on_item``, and its return value comes back. The child comes from a ``forkserver``
+(a clean interpreter started once, with the core already imported: about 5 ms per job after a
+0.3 s first start), never a fork of the Qt process. Cancelling sets the child's Event, which the
+core polls to stop CBC with SIGINT and keep the incumbent. No Qt here: the caller
+(``app.workers``) turns the callbacks into signals.
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ import multiprocessing.connection
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from solver.graph import Graph
+from solver.methods import solve
 from solver.solve import SolveOptions, SolveResult
 from solver.status import Progress
 
-__all__ = ["SolveProcessError", "solve_in_process"]
+__all__ = ["Job", "SolveProcessError", "run_in_process", "solve_in_process"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +40,9 @@ POLL_S = 0.05
 KILL_GRACE_S = 20.0
 """After a cancel, how long the child may take to deliver its incumbent before it is killed."""
 _context: multiprocessing.context.BaseContext | None = None
+
+Job = Callable[[Callable[[object], None], threading.Event], object]
+"""``job(report, cancel)``: picklable, run in the child (see the module docstring)."""
 
 
 class SolveProcessError(RuntimeError):
@@ -48,7 +57,9 @@ def _get_context() -> multiprocessing.context.BaseContext:
         if _context.get_start_method() == "forkserver":
             # Children import the parent's __main__ (main.py) unless the server already has:
             # preloading it makes that a one-off cost instead of one per solve.
-            _context.set_forkserver_preload(["__main__", "solver.methods", __name__])
+            _context.set_forkserver_preload(
+                ["__main__", "solver.methods", "solver.sweep", __name__]
+            )
     return _context
 
 
@@ -59,29 +70,43 @@ def solve_in_process(
     on_progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> SolveResult:
-    """Solve in a child process; blocks (without the GIL) until the result arrives.
+    """``solver.methods.solve`` in a child process (see :func:`run_in_process`).
 
-    ``on_progress`` is called on the calling thread for every report; setting ``cancel`` stops
-    the solve, and the result (status CANCELLED, incumbent kept) still comes back.
+    ``on_progress`` gets every :class:`Progress` report; setting ``cancel`` stops the solve, and
+    the result (status CANCELLED, incumbent kept) still comes back.
+    """
+    return run_in_process(partial(solve, graph, method, options), on_progress, cancel)
+
+
+def run_in_process(
+    job: Job,
+    on_item: Callable[[object], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> object:
+    """Run ``job`` in a child process; blocks (without the GIL) until its value arrives.
+
+    ``on_item`` is called on the calling thread for every item the job reports; setting
+    ``cancel`` sets the job's own cancel Event, and whatever the job returns then still comes
+    back.
 
     Raises
     ------
     SolveProcessError
-        When the core raised in the child (its message), or the child died without a result.
+        When the job raised in the child (its message), or the child died without a value.
     """
     context = _get_context()
     receiver, sender = context.Pipe(duplex=False)
     child_cancel = context.Event()
     process = context.Process(
         target=_child_main,
-        args=(sender, graph, method, options, child_cancel),
+        args=(sender, job, child_cancel),
         name="xengine-solve",
         daemon=True,
     )
     process.start()
     sender.close()  # only the child writes; EOF then means the child is gone
     try:
-        return _relay(process, receiver, child_cancel, on_progress, cancel)
+        return _relay(process, receiver, child_cancel, on_item, cancel)
     finally:
         receiver.close()
         process.join(timeout=5.0)
@@ -91,7 +116,7 @@ def solve_in_process(
             process.join()
 
 
-def _relay(process, receiver, child_cancel, on_progress, cancel) -> SolveResult:
+def _relay(process, receiver, child_cancel, on_item, cancel) -> object:
     cancelled_at: float | None = None
     while True:
         if cancel is not None and cancel.is_set() and cancelled_at is None:
@@ -109,28 +134,20 @@ def _relay(process, receiver, child_cancel, on_progress, cancel) -> SolveResult:
             raise SolveProcessError(
                 f"the solver process ended (exit code {process.exitcode}) without a result"
             ) from None
-        if kind == "progress":
-            if on_progress is not None:
-                on_progress(payload)
+        if kind == "item":
+            if on_item is not None:
+                on_item(payload)
         elif kind == "result":
             return payload
         else:
             raise SolveProcessError(payload)
 
 
-def _child_main(
-    sender: multiprocessing.connection.Connection,
-    graph: Graph,
-    method: str,
-    options: SolveOptions,
-    cancel,
-) -> None:
-    """The child's entry point: solve, stream progress, send the result (or the error)."""
-    from solver.methods import solve
-
+def _child_main(sender: multiprocessing.connection.Connection, job: Job, cancel) -> None:
+    """The child's entry point: run the job, stream its items, send its value (or the error)."""
     try:
-        result = solve(graph, method, options, lambda p: sender.send(("progress", p)), cancel)
-        sender.send(("result", result))
+        value = job(lambda item: sender.send(("item", item)), cancel)
+        sender.send(("result", value))
     except Exception as exc:  # noqa: BLE001 - the parent shows any failure as a message
         sender.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:

@@ -16,7 +16,7 @@ import logging
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.document import Document
-from app.workers import SolveRequest, SolveWorker
+from app.workers import ProcessWorker, SolveRequest, SolveWorker
 from solver.solve import SolveOptions, SolveResult
 from solver.status import Progress
 
@@ -131,13 +131,7 @@ class SolveController(QObject):
         self._auto_timer.stop()
         self._flush_timer.stop()
         self._current = None
-        SolveWorker.cancel_all()
-        try:
-            from app.views.background import BackgroundTask
-        except ImportError:
-            pass
-        else:
-            BackgroundTask.cancel_all()
+        ProcessWorker.cancel_all()  # our solves, and the views' comparisons and sweeps
         done = QThreadPool.globalInstance().waitForDone(timeout_ms)
         if not done:
             logger.warning("background solves still running after %d ms", timeout_ms)

@@ -1,7 +1,8 @@
 """Small input widgets shared by the panels: a size field with units and a slider with markers.
 
-A size field shows an *exact* value (``29 MB``, ``16 GiB``, ``1234567 B``) so that reading it
-back gives the same bytes, and commits only valid input; the slider draws the memory landmarks
+A size field shows an *exact* value (``29 MB``, ``16 GiB``) when one is short, otherwise a rounded
+one with the exact bytes in its tooltip (``2.56 GiB``, never ``2751027520 B``); it keeps the exact
+bytes and commits only valid input that the user changed; the slider draws the memory landmarks
 of spec/model.md §4 (lower bound, no-rematerialization peak) as ticks over its groove.
 """
 
@@ -15,7 +16,7 @@ from PySide6.QtWidgets import QLineEdit, QSlider, QStyle, QStyleOptionSlider, QW
 
 from solver.units import parse_size
 
-__all__ = ["exact_size_text", "SizeEdit", "MarkedSlider", "ERROR_STYLE"]
+__all__ = ["exact_size_text", "size_text", "SizeEdit", "MarkedSlider", "ERROR_STYLE"]
 
 ERROR_STYLE = "QLineEdit { border: 1px solid #d62728; background: #fdecea; }"
 _UNITS = (
@@ -48,19 +49,38 @@ def exact_size_text(num_bytes: int) -> str:
     return f"{num_bytes} B"
 
 
+def size_text(num_bytes: int) -> str:
+    """What a size field shows: :func:`exact_size_text` when that needs a unit, else the size
+    to 3 significant digits in a binary unit (finer than ``format_size``'s ``2.6 GiB``).
+
+    >>> size_text(29_000_000), size_text(2751027520), size_text(1023 * 1024**2 + 1), size_text(512)
+    ('29 MB', '2.56 GiB', '1023 MiB', '512 B')
+    """
+    exact = exact_size_text(num_bytes)
+    if not exact.endswith(" B"):
+        return exact
+    for unit, factor in _UNITS[::2]:  # GiB, MiB, KiB
+        if num_bytes >= factor:
+            value = num_bytes / factor
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+    return exact
+
+
 class SizeEdit(QLineEdit):
     """A line edit for a size in bytes, with units (``4 MB``, ``1.5 GiB``, ``12``).
 
     Emits ``size_committed(int)`` on Enter or focus-out with valid, changed input; invalid input
-    turns red with the parser's reason as tooltip, and Escape restores the last value.
+    turns red with the parser's reason as tooltip, and Escape restores the last value. A rounded
+    text left as shown commits nothing, so the exact bytes behind it survive a focus-out.
     """
 
-    size_committed = Signal(int)
-    """A new, valid size in bytes was entered."""
+    size_committed = Signal(object)
+    """A new, valid size in bytes was entered (an ``int``; ``Signal(int)`` stops at 2 GiB)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._value: int | None = None
+        self._shown = ""
         self.setPlaceholderText("e.g. 4 GiB")
         self.editingFinished.connect(self._on_self_editing_finished)
         self.textEdited.connect(self._on_self_text_edited)
@@ -69,9 +89,9 @@ class SizeEdit(QLineEdit):
         return self._value
 
     def set_value(self, num_bytes: int | None) -> None:
-        """Show ``num_bytes`` exactly (``None`` clears); never emits ``size_committed``."""
+        """Show ``num_bytes`` (``None`` clears); never emits ``size_committed``."""
         self._value = num_bytes
-        self.setText("" if num_bytes is None else exact_size_text(num_bytes))
+        self._show()
         self._mark(None)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -89,6 +109,8 @@ class SizeEdit(QLineEdit):
             self._mark(None)
 
     def _on_self_editing_finished(self) -> None:
+        if self.text() == self._shown:
+            return  # untouched; parsing a rounded text would change the exact value
         try:
             value = parse_size(self.text())
         except ValueError as exc:
@@ -97,12 +119,20 @@ class SizeEdit(QLineEdit):
         self._mark(None)
         if value != self._value:
             self._value = value
-            self.setText(exact_size_text(value))
+            self._show()
             self.size_committed.emit(value)
+        else:
+            self._show()
+
+    def _show(self) -> None:
+        self._shown = "" if self._value is None else size_text(self._value)
+        self.setText(self._shown)
 
     def _mark(self, error: str | None) -> None:
         self.setStyleSheet(ERROR_STYLE if error else "")
-        self.setToolTip(error or "Bytes, or a number with B, kB, MB, GB, KiB, MiB or GiB")
+        exact = f"{self._value:,} bytes. " if self._value is not None else ""
+        hint = "Type bytes, or a number with B, kB, MB, GB, KiB, MiB or GiB"
+        self.setToolTip(error or exact + hint)
 
 
 class MarkedSlider(QSlider):

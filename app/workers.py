@@ -1,12 +1,13 @@
-"""Background solves: a QRunnable per solve, talking to the GUI only through signals.
+"""Background work in a child process: a QRunnable per job, talking to the GUI only by signals.
 
-The worker gets an immutable :class:`SolveRequest` built on the GUI thread and never reads the
-document or touches a widget (style rules 14-15). It runs ``solver.methods.solve`` in a child
-process (:mod:`app.solve_process`: the model build would otherwise starve the GUI thread of the
-GIL) and relays progress; ``cancel()`` sets a ``threading.Event`` that is passed on to the solve,
-which stops CBC with SIGINT and keeps the incumbent, so a cancelled solve still delivers a
-result. A class-level set keeps running workers alive (pytest-qt and closures hold only weak
-references; qt-stack.md §3.3) until their last signal has arrived.
+A worker gets an immutable job built on the GUI thread (a solve request, or a ``partial`` of
+``compare``/``sweep_budgets`` over a graph snapshot) and never reads the document or touches a
+widget (style rules 14-15). It runs the job in a child process (:mod:`app.solve_process`: the
+model build would otherwise starve the GUI thread of the GIL) and relays each reported item;
+``cancel()`` sets a ``threading.Event`` that is passed on to the job, which stops CBC with SIGINT
+and keeps the incumbent, so a cancelled job still delivers its value. A class-level set keeps
+running workers alive (pytest-qt and closures hold only weak references; qt-stack.md §3.3)
+until their last signal has arrived.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal, Slot
 
-from app.solve_process import SolveProcessError, solve_in_process
+from app.solve_process import Job, SolveProcessError, run_in_process
 from solver.graph import Graph
-from solver.solve import SolveOptions, SolveResult
-from solver.status import Progress
+from solver.methods import solve
+from solver.solve import SolveOptions
 
-__all__ = ["SolveRequest", "WorkerSignals", "SolveWorker"]
+__all__ = ["SolveRequest", "WorkerSignals", "ProcessWorker", "SolveWorker"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ class SolveRequest:
 
 
 class WorkerSignals(QObject):
-    """Signals of one :class:`SolveWorker` (QRunnable is not a QObject).
+    """Signals of one :class:`ProcessWorker` (QRunnable is not a QObject).
 
     It lives on the GUI thread and is deleted there, only after every signal it sent has been
     delivered: ``_ended`` is emitted last and queued behind them, and its slot waits until the
@@ -49,14 +51,15 @@ class WorkerSignals(QObject):
     """
 
     progress = Signal(object)
-    """A :class:`solver.status.Progress` report, emitted on the worker thread (queued to GUI)."""
+    """One reported item, emitted on the worker thread (queued to GUI): a solve's
+    :class:`~solver.status.Progress`, a comparison's ``SolveResult``, a sweep's ``SweepPoint``."""
     finished = Signal(object)
-    """The :class:`solver.solve.SolveResult`, also after a cancel (status CANCELLED)."""
+    """The job's value (a solve's ``SolveResult``), also after a cancel."""
     failed = Signal(str)
-    """An unexpected exception, as one line; no result follows."""
+    """An unexpected exception, as one line; no value follows."""
     _ended = Signal()
 
-    def __init__(self, worker: SolveWorker):
+    def __init__(self, worker: ProcessWorker):
         super().__init__(QCoreApplication.instance())  # C++-owned: Python never deletes it
         self._worker = worker
         self._ended.connect(self._on_self_ended)
@@ -66,19 +69,20 @@ class WorkerSignals(QObject):
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.returned.wait(5.0)  # microseconds: run() is past its last emit
-            SolveWorker._alive.discard(worker)
+            ProcessWorker._alive.discard(worker)
         self.deleteLater()
 
 
-class SolveWorker(QRunnable):
-    """Run ``solver.methods.solve`` for one request on the global thread pool."""
+class ProcessWorker(QRunnable):
+    """Run ``job(report, cancel)`` in a child process, from a thread of the global pool."""
 
-    _alive: ClassVar[set[SolveWorker]] = set()
+    _alive: ClassVar[set[ProcessWorker]] = set()
 
-    def __init__(self, request: SolveRequest):
+    def __init__(self, job: Job, name: str = "job"):
         super().__init__()
         self.setAutoDelete(False)  # our set owns it; the pool must not delete it under us
-        self.request = request
+        self.job = job
+        self.name = name
         self.signals = WorkerSignals(self)
         self.returned = threading.Event()
         """Set when ``run()`` has sent its last signal."""
@@ -86,12 +90,12 @@ class SolveWorker(QRunnable):
 
     # ----- GUI thread ---------------------------------------------------------------------------
     def start(self, pool: QThreadPool | None = None) -> None:
-        """Queue the solve; the worker stays alive until its result reaches the GUI thread."""
-        SolveWorker._alive.add(self)
+        """Queue the job; the worker stays alive until its value reaches the GUI thread."""
+        ProcessWorker._alive.add(self)
         (pool or QThreadPool.globalInstance()).start(self)
 
     def cancel(self) -> None:
-        """Ask the solve to stop; its incumbent (if any) still arrives through ``finished``."""
+        """Ask the job to stop; what it returns then still arrives through ``finished``."""
         self._cancel.set()
 
     @property
@@ -99,36 +103,39 @@ class SolveWorker(QRunnable):
         return self._cancel.is_set()
 
     @classmethod
-    def running(cls) -> list[SolveWorker]:
-        """Workers whose last signal has not reached the GUI thread yet."""
-        return list(cls._alive)
+    def running(cls) -> list[ProcessWorker]:
+        """Workers of this class whose last signal has not reached the GUI thread yet."""
+        return [w for w in ProcessWorker._alive if isinstance(w, cls)]
 
     @classmethod
     def cancel_all(cls) -> None:
-        """Cancel every running solve (closing the window)."""
-        for worker in list(cls._alive):
+        """Cancel every running job of this class (closing the window)."""
+        for worker in cls.running():
             worker.cancel()
 
     # ----- worker thread ------------------------------------------------------------------------
     def run(self) -> None:
-        """Solve; every exception becomes ``failed`` so the GUI is never left waiting."""
-        request = self.request
+        """Run the job; every exception becomes ``failed`` so the GUI is never left waiting."""
         signals = self.signals
         try:
-            result: SolveResult = solve_in_process(
-                request.graph, request.method, request.options, self._emit_progress, self._cancel
-            )
+            value = run_in_process(self.job, signals.progress.emit, self._cancel)
         except SolveProcessError as exc:
-            logger.warning("solve %s failed: %s", request.request_id, exc)
+            logger.warning("%s failed: %s", self.name, exc)
             signals.failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - any failure must reach the GUI as a message
-            logger.exception("solve %s failed", request.request_id)
+            logger.exception("%s failed", self.name)
             signals.failed.emit(f"{type(exc).__name__}: {exc}")
         else:
-            signals.finished.emit(result)
+            signals.finished.emit(value)
         finally:
             signals._ended.emit()
             self.returned.set()
 
-    def _emit_progress(self, progress: Progress) -> None:
-        self.signals.progress.emit(progress)
+
+class SolveWorker(ProcessWorker):
+    """Run ``solver.methods.solve`` for one request; ``finished`` carries its ``SolveResult``."""
+
+    def __init__(self, request: SolveRequest):
+        job = partial(solve, request.graph, request.method, request.options)
+        super().__init__(job, f"solve {request.request_id}")
+        self.request = request

@@ -32,8 +32,8 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.theme import colors_for, style_plot
-from app.views.background import BackgroundTask
 from app.views.plotting import configure_plot, install_export_action
+from app.workers import ProcessWorker
 from solver.graph import Graph
 from solver.methods import Comparison, compare
 from solver.solve import SolveOptions, SolveResult
@@ -100,7 +100,7 @@ class ComparisonView(QWidget):
         self._options = options
         self._methods: list[str] = []
         self._results: list[SolveResult] = []
-        self._task: BackgroundTask | None = None
+        self._task: ProcessWorker | None = None
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
@@ -131,10 +131,8 @@ class ComparisonView(QWidget):
         self._results = []
         options = self._solve_options()
         chosen = list(self._methods)
-        task = BackgroundTask(
-            lambda report, cancel: compare(graph, options, chosen, report, cancel), "comparison"
-        )
-        task.signals.item.connect(functools.partial(self._on_task_item, task))
+        task = ProcessWorker(functools.partial(compare, graph, options, chosen), "comparison")
+        task.signals.progress.connect(functools.partial(self._on_task_item, task))
         task.signals.finished.connect(functools.partial(self._on_task_finished, task))
         task.signals.failed.connect(functools.partial(self._on_task_failed, task))
         self._task = task
@@ -228,13 +226,13 @@ class ComparisonView(QWidget):
     def _on_document_result_changed(self) -> None:
         self._select_displayed_row()
 
-    def _on_task_item(self, task: BackgroundTask, result: SolveResult) -> None:
+    def _on_task_item(self, task: ProcessWorker, result: SolveResult) -> None:
         if task is not self._task:
             return
         self._results.append(result)
         self._redraw()
 
-    def _on_task_finished(self, task: BackgroundTask, comparison: Comparison) -> None:
+    def _on_task_finished(self, task: ProcessWorker, comparison: Comparison) -> None:
         if task is not self._task:
             return
         self._task = None
@@ -252,7 +250,7 @@ class ComparisonView(QWidget):
         self._redraw()
         self.comparison_finished.emit(comparison)
 
-    def _on_task_failed(self, task: BackgroundTask, message: str) -> None:
+    def _on_task_failed(self, task: ProcessWorker, message: str) -> None:
         if task is not self._task:
             return
         self._task = None

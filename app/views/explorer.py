@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.theme import colors_for, style_plot
-from app.views.background import BackgroundTask
 from app.views.plotting import byte_unit, configure_plot, install_export_action
+from app.workers import ProcessWorker
 from solver.bounds import lower_bound, no_remat_peak
 from solver.graph import Graph
 from solver.solve import SolveOptions
@@ -83,7 +83,7 @@ class ExplorerView(QWidget):
         self._points: list[SweepPoint] = []
         self._expected = 0
         self._swept = ""
-        self._task: BackgroundTask | None = None
+        self._task: ProcessWorker | None = None
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
@@ -124,13 +124,12 @@ class ExplorerView(QWidget):
         self._points = []
         self._expected = len(fractions) * len(SERIES)
         self._swept = device
-        task = BackgroundTask(
-            lambda report, cancel: sweep_budgets(
-                graph, device, fractions, tuple(SERIES), options, on_point=report, cancel=cancel
-            ),
-            "sweep",
+        # job(report, cancel) fills sweep_budgets' last two parameters: on_point and cancel
+        job = functools.partial(
+            sweep_budgets, graph, device, fractions, tuple(SERIES), options, None
         )
-        task.signals.item.connect(functools.partial(self._on_task_item, task))
+        task = ProcessWorker(job, "sweep")
+        task.signals.progress.connect(functools.partial(self._on_task_item, task))
         task.signals.finished.connect(functools.partial(self._on_task_finished, task))
         task.signals.failed.connect(functools.partial(self._on_task_failed, task))
         self._task = task
@@ -237,12 +236,12 @@ class ExplorerView(QWidget):
     def _on_document_result_changed(self) -> None:
         self._redraw_shown()
 
-    def _on_task_item(self, task: BackgroundTask, point: SweepPoint) -> None:
+    def _on_task_item(self, task: ProcessWorker, point: SweepPoint) -> None:
         if task is self._task:
             self._points.append(point)
             self._redraw()
 
-    def _on_task_finished(self, task: BackgroundTask, points: list[SweepPoint]) -> None:
+    def _on_task_finished(self, task: ProcessWorker, points: list[SweepPoint]) -> None:
         if task is not self._task:
             return
         self._task = None
@@ -256,7 +255,7 @@ class ExplorerView(QWidget):
         self._redraw()
         self.sweep_finished.emit(list(points))
 
-    def _on_task_failed(self, task: BackgroundTask, message: str) -> None:
+    def _on_task_failed(self, task: ProcessWorker, message: str) -> None:
         if task is self._task:
             self._task = None
             self._status.setText(f"Sweep failed: {message}")

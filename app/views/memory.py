@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
-from solver.simulate import MemoryCurve
+from solver.simulate import MemoryCurve, Timeline
 from solver.units import format_ms, format_size
 
 __all__ = ["MemoryView"]
@@ -220,10 +220,14 @@ class MemoryView(QWidget):
             budget = self._budget(item.device)
             self._draw_device(item, curve, end, budget)
             self._draw_selected(item)
-        if self._plots and self._link is None:
+        if self._plots:
             first = next(iter(self._plots.values())).plot
-            end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
-            first.setXRange(0.0, end, padding=0.01)
+            if self._link is None:
+                first.setXRange(0.0, _x_extent(timeline), padding=0.01)
+            else:
+                # The link may have moved while our old limits clamped us (e.g. to the empty
+                # document's range): take its range again now that the limits fit the data.
+                first.getViewBox().linkedViewChanged(self._link.getViewBox(), pg.ViewBox.XAxis)
         self._draw_cursor()
 
     def _budget(self, device: str) -> int:
@@ -240,9 +244,10 @@ class MemoryView(QWidget):
         item.unit, item.scale = byte_unit(max(peak, shown_budget or 0))
         item.curve.setData(x, y / item.scale)
         item.plot.setLabel("left", f"{item.device} ({item.unit})")
-        top = max(peak, shown_budget or 0) / item.scale * 1.3 or 1.0
+        top = max(peak, shown_budget or 0) / item.scale * 1.5 or 1.0  # room for the labels
         item.plot.setYRange(0.0, top, padding=0.0)
-        item.plot.setLimits(xMin=-0.02 * max(end, 1e-9), xMax=max(end, 1e-9) * 1.02)
+        extent = end if end > 0 else 1.0  # as the Gantt: an empty plot spans 0..1 ms
+        item.plot.setLimits(xMin=-0.02 * extent, xMax=1.02 * extent)
         item.budget.setVisible(shown_budget is not None)
         item.budget.setPos(budget / item.scale)
         item.budget_label.setVisible(shown_budget is not None)
@@ -283,6 +288,11 @@ class MemoryView(QWidget):
             item.cursor.setVisible(op is not None)
             if op is not None:
                 item.cursor.setPos(op.start)
+
+
+def _x_extent(timeline: Timeline | None) -> float:
+    """The time span to show: the schedule's length, or 1 ms before there is one."""
+    return timeline.total_ms if timeline is not None and timeline.ops else 1.0
 
 
 def _steps(curve: MemoryCurve | None, end: float) -> tuple[np.ndarray, np.ndarray]:

@@ -61,12 +61,6 @@ class StepperPanel(QWidget):
         return dict(self._actions)
 
     @property
-    def actions(self) -> dict[str, QAction]:  # type: ignore[override]
-        """Alias of :attr:`step_actions`, kept for ``app/actions.py``. It hides
-        ``QWidget.actions()``; new code should use :attr:`step_actions`."""
-        return self.step_actions
-
-    @property
     def slider(self) -> QSlider:
         return self._slider
 

@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import gc
 import os
+import time
+from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt makes the QApplication
 
 import pytest  # noqa: E402
-from PySide6.QtCore import QStandardPaths, QThreadPool  # noqa: E402
+from PySide6.QtCore import QStandardPaths, QThreadPool, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 QStandardPaths.setTestModeEnabled(True)  # QSettings go to ~/.qttest, never the user's config
 
 from app.dialogs import Choice, ErrorDialog, UnsavedChangesDialog  # noqa: E402
+from app.document import Document  # noqa: E402
 from app.main_window import MainWindow  # noqa: E402
 from app.settings import AppSettings  # noqa: E402
-from app.workers import SolveWorker  # noqa: E402
+from app.workers import ProcessWorker  # noqa: E402
+from solver.formats import load_graph, load_schedule  # noqa: E402
+from solver.graph import Graph  # noqa: E402
+from solver.simulate import simulate  # noqa: E402
+from solver.solve import SolveResult  # noqa: E402
+from solver.status import SolveStatus  # noqa: E402
 
 gc.freeze()  # as app.main_window.run() does at startup: no long GC pauses during solves
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 class DialogRecorder:
@@ -42,6 +51,56 @@ class DialogRecorder:
         return self.unsaved_answer
 
 
+class LoopProbe:
+    """A 10 ms QTimer that records the longest gap between its ticks (event-loop stalls)."""
+
+    def __init__(self) -> None:
+        self.max_gap = 0.0
+        self.worst_at = 0.0
+        self.ticks = 0
+        self._start = self._last = time.perf_counter()
+        self._timer = QTimer()
+        self._timer.setInterval(10)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._timer.start()
+
+    def _on_timer_timeout(self) -> None:
+        now = time.perf_counter()
+        if now - self._last > self.max_gap:
+            self.max_gap, self.worst_at = now - self._last, self._last - self._start
+        self._last = now
+        self.ticks += 1
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self._stop = time.perf_counter()
+
+    @property
+    def tick_rate(self) -> float:
+        """Ticks seen over ticks due (1.0: the loop never fell behind); call after ``stop``."""
+        return self.ticks / max((self._stop - self._start) / 0.010, 1.0)
+
+    def __str__(self) -> str:
+        return (
+            f"event loop stalled {self.max_gap * 1000:.0f} ms at {self.worst_at:.2f} s; "
+            f"{self.ticks} ticks"
+        )
+
+
+@pytest.fixture
+def loop_probe(qapp):
+    """Start a :class:`LoopProbe` when called; every probe made is stopped on teardown."""
+    probes: list[LoopProbe] = []
+
+    def start() -> LoopProbe:
+        probes.append(LoopProbe())
+        return probes[-1]
+
+    yield start
+    for probe in probes:
+        probe.stop()
+
+
 @pytest.fixture(autouse=True)
 def dialogs(monkeypatch) -> DialogRecorder:
     """No test ever blocks on a modal dialog; tests read what would have been shown."""
@@ -51,6 +110,43 @@ def dialogs(monkeypatch) -> DialogRecorder:
     )
     monkeypatch.setattr(UnsavedChangesDialog, "ask", classmethod(lambda cls, *a: recorder.ask(*a)))
     return recorder
+
+
+@pytest.fixture
+def graph() -> Graph:
+    """The hand-built 2-device graph of ``tests/data`` (its schedule is checked by hand)."""
+    return load_graph(DATA / "handbuilt.graph.json")
+
+
+@pytest.fixture
+def handbuilt_result(graph) -> SolveResult:
+    """The hand-written schedule of :func:`graph`, replayed: 11 ms, feasible."""
+    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
+    timeline = simulate(graph, schedule, strict=True)
+    return SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0)
+
+
+@pytest.fixture
+def document(graph, handbuilt_result) -> Document:
+    """A document showing :func:`handbuilt_result` (no window)."""
+    doc = Document()
+    doc.set_graph(graph)
+    doc.set_result(handbuilt_result)
+    return doc
+
+
+@pytest.fixture
+def show(qtbot):
+    """``show(widget, width, height)``: add, resize, show and wait until exposed; returns it."""
+
+    def show(widget, width: int, height: int):
+        qtbot.addWidget(widget)
+        widget.resize(width, height)
+        widget.show()
+        qtbot.waitExposed(widget)
+        return widget
+
+    return show
 
 
 @pytest.fixture
@@ -79,7 +175,7 @@ def make_window(qtbot, app_settings):
         window.document.undo_stack.setClean()  # never prompt on teardown
         window.close()
     assert QThreadPool.globalInstance().waitForDone(30_000), "worker threads still running"
-    qtbot.waitUntil(lambda: not SolveWorker.running(), timeout=5_000)
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=5_000)
     visible = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
     for window in windows:
         window.deleteLater()

@@ -2,48 +2,28 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from app.document import Document
-from app.views.background import BackgroundTask
 from app.views.comparison import ComparisonView, default_methods
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveOptions, SolveResult
-from solver.status import SolveStatus
+from app.workers import ProcessWorker
+from solver.generators import unit_chain
+from solver.solve import SolveOptions
 
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-@pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
+GRAPHS = Path(__file__).resolve().parents[2] / "resources" / "graphs"
 
 
 OPTIONS = SolveOptions(time_limit_s=20)
 
 
 @pytest.fixture
-def view(qtbot, document):
-    widget = ComparisonView(document, options=OPTIONS)
-    qtbot.addWidget(widget)
-    widget.resize(900, 600)
-    widget.show()
-    qtbot.waitExposed(widget)
+def view(qtbot, document, show):
+    widget = show(ComparisonView(document, options=OPTIONS), 900, 600)
     yield widget
     widget.cancel()
-    qtbot.waitUntil(lambda: not BackgroundTask.running(), timeout=30_000)
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)
 
 
 @pytest.fixture
@@ -98,10 +78,42 @@ def test_comparison_cancel_stops_and_keeps_the_view_usable(qtbot, view):
     assert view.running
     view.cancel()
     assert not view.running
-    qtbot.waitUntil(lambda: not BackgroundTask.running(), timeout=30_000)
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)
     assert view.table.rowCount() == 7
 
 
 def test_comparison_goes_stale_when_budgets_change(view, compared, document):
     document.set_budgets({"gpu": 4 * 2**20})
     assert view.table.rowCount() == 0
+
+
+def test_comparison_never_stalls_the_event_loop(qtbot, make_window, loop_probe):
+    window = make_window(None)
+    assert window.open_file(str(GRAPHS / "skip.graph.json"))
+    view = next(
+        window.schedule_tabs.widget(j)
+        for j in range(window.schedule_tabs.count())
+        if isinstance(window.schedule_tabs.widget(j), ComparisonView)
+    )
+    window.schedule_tabs.setCurrentWidget(view)
+    window.repaint()  # the first paint of the opened graph is not part of the comparison
+    probe = loop_probe()
+    with qtbot.waitSignal(view.comparison_finished, timeout=60_000) as blocker:
+        view.run()
+    probe.stop()
+    assert len(blocker.args[0].results) == len(default_methods(window.document.graph))
+    assert probe.tick_rate > 0.5, str(probe)  # in-process: about 0.2
+    assert probe.max_gap < 0.15, str(probe)
+
+
+def test_comparison_cancel_stops_the_solver_process(qtbot):
+    document = Document()
+    document.set_graph(unit_chain(30, budget=12))  # XEngine would run for minutes
+    view = ComparisonView(document, options=SolveOptions(time_limit_s=600))
+    qtbot.addWidget(view)
+    view.run(["checkpoint-all:cpu", "xengine"])
+    qtbot.waitUntil(lambda: len(view.comparison.results) == 1, timeout=30_000)
+    view.cancel()
+    assert not view.running
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)
+    assert [r.method for r in view.comparison.results] == ["checkpoint-all:cpu"]

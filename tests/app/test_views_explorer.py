@@ -2,49 +2,23 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.document import Document
-from app.views.background import BackgroundTask
 from app.views.explorer import ExplorerView, sweep_fractions
+from app.workers import ProcessWorker
 from solver.bounds import lower_bound, no_remat_peak
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveOptions, SolveResult
-from solver.status import SolveStatus
-
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
+from solver.solve import SolveOptions
 
 
 @pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
-
-
-@pytest.fixture
-def view(qtbot, document):
-    widget = ExplorerView(document, options=SolveOptions(time_limit_s=20))
-    qtbot.addWidget(widget)
-    widget.resize(900, 500)
-    widget.show()
-    qtbot.waitExposed(widget)
+def view(qtbot, document, show):
+    widget = show(ExplorerView(document, options=SolveOptions(time_limit_s=20)), 900, 500)
     yield widget
     widget.cancel()
-    qtbot.waitUntil(lambda: not BackgroundTask.running(), timeout=30_000)
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)
 
 
 def test_sweep_fractions_run_from_the_peak_down_to_the_lower_bound(document):
@@ -88,4 +62,4 @@ def test_explorer_cancel_keeps_points_so_far(qtbot, view):
     view.run("gpu", 4)
     view.cancel()
     assert not view.running
-    qtbot.waitUntil(lambda: not BackgroundTask.running(), timeout=30_000)
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import csv
-import os
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtSvg import QSvgRenderer
 
-from app.document import Document
 from app.export import (
     CSV_COLUMNS,
     export_png,
@@ -21,35 +18,13 @@ from app.export import (
 )
 from app.views.matrices import MatricesView
 from app.views.schedule_view import ScheduleView
-from solver.formats import load_graph, load_schedule, schedule_to_dict
+from solver.formats import load_schedule, schedule_to_dict
 from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
-
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
-
-
-@pytest.fixture
-def view(qtbot, document):
-    widget = ScheduleView(document)
-    qtbot.addWidget(widget)
-    widget.resize(800, 500)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
+def view(document, show):
+    return show(ScheduleView(document), 800, 500)
 
 
 def test_export_png_has_the_view_size_times_the_scale(view, tmp_path):

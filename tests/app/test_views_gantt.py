@@ -5,46 +5,18 @@ Uses the hand-built schedule of tests/data (see tests/solver/test_explain.py for
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtTest import QTest
 
-from app.document import Document
 from app.theme import colors_for
 from app.views.gantt import GanttView
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
-
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
-
-
-@pytest.fixture
-def view(qtbot, document):
-    widget = GanttView(document)
-    qtbot.addWidget(widget)
-    widget.resize(900, 320)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
+def view(document, show):
+    return show(GanttView(document), 900, 320)
 
 
 def click(qtbot, view: GanttView, x: float, lane: float, double: bool = False) -> None:

@@ -6,9 +6,6 @@ moment a view sees a graph and a schedule that do not belong together; none may 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from app.document import Document
@@ -20,15 +17,9 @@ from app.views.memory import MemoryView
 from app.views.schedule_view import ScheduleView
 from app.views.stepper import StepperPanel
 from solver.examples import example_path
-from solver.formats import load_graph, load_schedule
+from solver.formats import load_graph
 from solver.generators import unit_chain
-from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
 
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
 VIEWS = [
     GanttView,
     MemoryView,
@@ -41,17 +32,16 @@ VIEWS = [
 
 
 @pytest.mark.parametrize("view_class", VIEWS, ids=lambda c: c.__name__)
-def test_view_survives_empty_graph_result_and_graph_swap(qtbot, view_class):
+def test_view_survives_empty_graph_result_and_graph_swap(
+    qtbot, view_class, graph, handbuilt_result
+):
     document = Document()
     view = view_class(document)
     qtbot.addWidget(view)
     view.resize(600, 400)
     view.show()
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
     document.set_graph(graph)
-    document.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
+    document.set_result(handbuilt_result)
     document.set_selection("a")
     document.set_cursor(3)
     # a graph with other nodes and one device arrives while the old result is still shown

@@ -2,40 +2,18 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
 
-from app.document import Document
 from app.theme import colors_for
 from app.views.gantt import GanttView
 from app.views.matrices import MatricesView
 from app.views.memory import MemoryView
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
 
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
 MiB = 2**20
-
-
-@pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
 
 
 def click_at(plot, x: float, y: float) -> None:
@@ -47,13 +25,8 @@ def click_at(plot, x: float, y: float) -> None:
 
 
 @pytest.fixture
-def view(qtbot, document):
-    widget = MatricesView(document)
-    qtbot.addWidget(widget)
-    widget.resize(700, 700)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
+def view(document, show):
+    return show(MatricesView(document), 700, 700)
 
 
 def test_matrices_cells_match_the_schedule_and_are_coloured_by_kind(view):

@@ -2,56 +2,19 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtTest import QTest
 
-from app.document import Document
 from app.theme import colors_for
 from app.views.memory import MemoryView
 from app.views.schedule_view import ScheduleView
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
 
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
 MiB = 2**20
 
 
 @pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
-
-
-def click_at(plot, x: float, y: float) -> None:
-    """A real left click on a pyqtgraph plot at data coordinates."""
-    vb = plot.getViewBox()
-    graphics_view = vb.scene().views()[0]
-    pos = graphics_view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
-    QTest.mouseClick(graphics_view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
-
-
-@pytest.fixture
-def view(qtbot, document):
-    widget = MemoryView(document)
-    qtbot.addWidget(widget)
-    widget.resize(900, 420)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
+def view(document, show):
+    return show(MemoryView(document), 900, 420)
 
 
 def test_memory_steps_are_the_simulator_curves(view, document):

@@ -2,44 +2,16 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.document import Document
 from app.views.stepper import StepperPanel
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
-
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
-
-
-@pytest.fixture
-def panel(qtbot, document):
-    widget = StepperPanel(document)
-    qtbot.addWidget(widget)
-    widget.resize(700, 140)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
+def panel(document, show):
+    return show(StepperPanel(document), 700, 140)
 
 
 def test_stepper_starts_before_the_first_operation(panel, document):

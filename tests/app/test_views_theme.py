@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pyqtgraph as pg
 import pytest
 
-from app.document import Document
 from app.theme import DARK, LIGHT, apply_theme, colors_for
 from app.views.gantt import GanttView
 from app.views.memory import MemoryView
-from solver.formats import load_graph, load_schedule
-from solver.simulate import simulate
-from solver.solve import SolveResult
-from solver.status import SolveStatus
-
-# before pytest-qt makes the QApplication (no display needed; xvfb-run can still override)
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-@pytest.fixture
-def document():
-    graph = load_graph(DATA / "handbuilt.graph.json")
-    schedule = load_schedule(DATA / "handbuilt.schedule.json", graph)
-    timeline = simulate(graph, schedule, strict=True)
-    doc = Document()
-    doc.set_graph(graph)
-    doc.set_result(SolveResult("hand", SolveStatus.FEASIBLE, schedule, timeline, 11.0))
-    return doc
 
 
 @pytest.fixture
