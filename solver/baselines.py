@@ -8,7 +8,7 @@ derives ``R`` from a fixed ``S``). The simulator decides whether the result fits
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import networkx as nx
 
@@ -31,12 +31,17 @@ KeepRule = Callable[[int, int, bool], bool]
 ``recomputed`` says that the copy on hand was recomputed (not the first computation)."""
 
 
-def schedule_with_checkpoints(graph: Graph, device: str, keep: KeepRule, method: str) -> Schedule:
-    """Build the single-device schedule that keeps what ``keep`` says and recomputes the rest.
+def schedule_with_checkpoints(
+    graph: Graph, device: str | Sequence[str], keep: KeepRule, method: str
+) -> Schedule:
+    """Build the schedule that keeps what ``keep`` says and recomputes the rest.
 
     In stage ``t`` the frontier node and, recursively, every input that is not resident are
-    computed (ascending order); a tensor with no later user is never kept.
+    computed (ascending order); a tensor with no later user is never kept. ``device`` is one
+    device for all nodes, or a placement (a device name per node): a tensor then lives on its
+    node's device and is copied to consumers placed elsewhere.
     """
+    placement = [device] * graph.n if isinstance(device, str) else list(device)
     resident: set[int] = set()
     remade: set[int] = set()  # resident tensors that were recomputed at some point
     stages = []
@@ -46,11 +51,21 @@ def schedule_with_checkpoints(graph: Graph, device: str, keep: KeepRule, method:
         remade = (remade & resident) | (computed - {t})
         available = resident | computed
         kept = {i for i in available if last_use[i] > t and keep(i, t, i in remade)}
-        ops = tuple(Operation(graph.nodes[k].id, device) for k in sorted(computed))
-        stages.append(Stage(ops, {device: frozenset(graph.nodes[i].id for i in kept)}))
+        ops = tuple(_operation(graph, k, placement) for k in sorted(computed))
+        keep_by_device: dict[str, set[str]] = {}
+        for i in kept:
+            keep_by_device.setdefault(placement[i], set()).add(graph.nodes[i].id)
+        stages.append(Stage(ops, {d: frozenset(ids) for d, ids in keep_by_device.items()}))
         resident = kept
     budgets = {d.name: d.memory for d in graph.devices}
     return Schedule(graph.name, budgets, tuple(stages), SolverInfo(method=method))
+
+
+def _operation(graph: Graph, k: int, placement: list[str]) -> Operation:
+    remote = {
+        graph.nodes[i].id: placement[i] for i in graph.inputs[k] if placement[i] != placement[k]
+    }
+    return Operation(graph.nodes[k].id, placement[k], remote)
 
 
 def _closure(graph: Graph, t: int, resident: set[int]) -> set[int]:
@@ -153,12 +168,16 @@ def best_fitting(graph: Graph, schedules: list[Schedule]) -> BaselineResult:
     return best
 
 
-def chen_greedy(graph: Graph, device: str, tries: int = 24) -> BaselineResult:
+def chen_greedy(
+    graph: Graph, device: str | Sequence[str], tries: int = 24, method: str | None = None
+) -> BaselineResult:
     """Chen et al.'s greedy strategy, searching the segment size for the fastest fitting one.
 
     Segment sizes are tried on a geometric grid between the smallest tensor and the whole
-    forward pass; each candidate is replayed under the budget.
+    forward pass; each candidate is replayed under the budget. ``device`` may be a placement
+    (a device per node), as in :func:`schedule_with_checkpoints`.
     """
+    method = method or f"chen-greedy:{device}"
     candidates = chen_candidates(graph)
     total = float(sum(int(graph.memory[i]) for i in candidates)) or 1.0
     smallest = float(min((int(graph.memory[i]) for i in candidates if graph.memory[i]), default=1))
@@ -170,5 +189,5 @@ def chen_greedy(graph: Graph, device: str, tries: int = 24) -> BaselineResult:
             continue
         seen.add(checkpoints)
         rule = _segment_rule(graph, set(checkpoints))
-        schedules.append(schedule_with_checkpoints(graph, device, rule, f"chen-greedy:{device}"))
+        schedules.append(schedule_with_checkpoints(graph, device, rule, method))
     return best_fitting(graph, schedules)

@@ -1,4 +1,4 @@
-"""A greedy heterogeneous heuristic: each node on the device where it is cheapest *and fits*.
+"""Greedy heterogeneous heuristics: each node on a device where it is cheap *and fits*.
 
 Spec/model.md §5 welcomes such heuristics, chiefly as warm starts: on real networks CBC's own
 heuristics often find nothing better than a single-device baseline for minutes, and a
@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import math
 
-from solver.baselines import BaselineResult
+from solver.baselines import (
+    BaselineResult,
+    best_fitting,
+    chen_greedy,
+    schedule_with_checkpoints,
+)
 from solver.graph import Graph
 from solver.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.simulate import simulate
 
-__all__ = ["greedy_heterogeneous"]
+__all__ = [
+    "greedy_heterogeneous",
+    "cheapest_placement",
+    "chen_heterogeneous",
+    "best_heterogeneous",
+]
 
 
 def greedy_heterogeneous(graph: Graph) -> BaselineResult:
@@ -78,3 +88,55 @@ def _cheapest_fitting(graph: Graph, t: int, holders: dict[int, int], used: list[
         if used[d] + int(graph.memory[t]) + copies <= device.budget and cost < best_cost:
             best, best_cost = d, cost
     return best
+
+
+def cheapest_placement(graph: Graph) -> list[str] | None:
+    """Each node on its cheapest device among those that can hold it with all its inputs."""
+    placement = []
+    for k in range(graph.n):
+        need = int(graph.memory[k]) + sum(int(graph.memory[i]) for i in graph.inputs[k])
+        able = [
+            (float(graph.cost[d, k]), device.name)
+            for d, device in enumerate(graph.devices)
+            if not math.isnan(graph.cost[d, k]) and need <= device.budget
+        ]
+        if not able:
+            return None
+        placement.append(min(able)[1])
+    return placement
+
+
+def chen_heterogeneous(graph: Graph) -> BaselineResult:
+    """Chen's checkpointing over the cheapest placement: most nodes on the fast device with
+    segments recomputed there, nodes too big for it on another device, inputs copied.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> chen_heterogeneous(unit_chain(3, budget=100)).timeline.total_ms
+    7.0
+    """
+    placement = cheapest_placement(graph)
+    if placement is None:
+        return BaselineResult(None, None, "chen-heterogeneous: some node fits on no device")
+    method = "chen-heterogeneous"
+    keep_all = schedule_with_checkpoints(graph, placement, lambda i, t, r: True, method)
+    found = chen_greedy(graph, placement, method=method)
+    candidates = [keep_all] + ([found.schedule] if found.schedule is not None else [])
+    return best_fitting(graph, candidates)
+
+
+def best_heterogeneous(graph: Graph) -> BaselineResult:
+    """The faster of :func:`greedy_heterogeneous` and :func:`chen_heterogeneous`.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> best_heterogeneous(unit_chain(3, budget=100)).timeline.total_ms
+    7.0
+    """
+    results = [greedy_heterogeneous(graph), chen_heterogeneous(graph)]
+    valid = [r for r in results if r.schedule is not None]
+    if not valid:
+        return BaselineResult(None, None, "; ".join(r.reason for r in results))
+    return min(valid, key=lambda r: r.timeline.total_ms)

@@ -1,10 +1,11 @@
 """Every way to schedule a graph, behind one function (spec/formats.md ``--method``).
 
-Method names: ``xengine`` (the MIQP over all devices), ``greedy`` (a heterogeneous heuristic
-without recomputation), ``checkmate`` (the same model on each single
-device, the best one wins), ``checkpoint-all``, ``chen-sqrtn``, ``chen-greedy``; a single-device
-method may name its device, e.g. ``checkmate:gpu``. Every result has been replayed by the
-simulator, and :func:`compare` lines them up against the best single device, XEngine's claim.
+Method names: ``xengine`` (the MIQP over all devices), ``greedy`` (heterogeneous heuristics:
+cheapest fitting device without recomputation, or Chen's checkpointing over a placement),
+``checkmate`` (the same model on each single device, the best one wins), ``checkpoint-all``,
+``chen-sqrtn``, ``chen-greedy``; a single-device method may name its device, e.g.
+``checkmate:gpu``. Every result has been replayed by the simulator, and :func:`compare` lines
+them up against the best single device, XEngine's claim.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from solver.baselines import BaselineResult, checkpoint_all, chen_greedy, chen_s
 from solver.bounds import explain_infeasible
 from solver.errors import XEngineError
 from solver.graph import Graph
-from solver.greedy import greedy_heterogeneous
+from solver.greedy import best_heterogeneous
 from solver.schedule import Schedule, SolverInfo
 from solver.simulate import simulate
 from solver.solve import ProgressCallback, SolveOptions, SolveResult, solve_xengine
@@ -74,7 +75,9 @@ def solve(
     if name == "xengine":
         return solve_xengine(graph, options, on_progress, cancel)
     if name == "greedy":
-        return _from_baseline(graph, "greedy", greedy_heterogeneous(graph), 0.0)
+        started = time.perf_counter()
+        found = best_heterogeneous(graph)
+        return _from_baseline(graph, "greedy", found, time.perf_counter() - started)
     results = []
     for device in devices:
         if cancel is not None and cancel.is_set():

@@ -18,7 +18,7 @@ from solver.backends import BackendOptions, run_backend
 from solver.baselines import checkpoint_all, chen_greedy
 from solver.bounds import explain_infeasible, no_remat_peak
 from solver.graph import Graph
-from solver.greedy import greedy_heterogeneous
+from solver.greedy import best_heterogeneous
 from solver.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.simulate import Timeline, simulate
 from solver.status import Progress, SolveStatus
@@ -254,7 +254,7 @@ def _sources(model: Model, d: int, t: int, k: int) -> dict[str, str]:
 def _best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
     """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one)."""
     best: tuple[Schedule, Timeline] | None = None
-    greedy = greedy_heterogeneous(graph)
+    greedy = best_heterogeneous(graph)
     if greedy.schedule is not None:
         best = (greedy.schedule, greedy.timeline)
     for device in graph.devices:

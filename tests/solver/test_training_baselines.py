@@ -115,3 +115,19 @@ def test_greedy_heterogeneous_moves_a_node_that_does_not_fit_and_copies_its_inpu
     assert result.ok and result.timeline.total_ms == pytest.approx(14.0)  # here it is optimal
     ops = [(op.node, op.device, dict(op.inputs)) for _, op in result.schedule.operations]
     assert ops == [("a", "gpu", {}), ("b", "gpu", {}), ("c", "cpu", {"a": "gpu", "b": "gpu"})]
+
+
+def test_chen_heterogeneous_beats_the_cpu_when_the_gpu_cannot_hold_every_node():
+    from solver.examples import example_path
+    from solver.formats import load_graph
+    from solver.greedy import cheapest_placement, chen_heterogeneous
+
+    graph = load_graph(example_path("chain"))  # the GPU cannot hold relu1.grad's inputs
+    placement = cheapest_placement(graph)
+    assert placement[graph.index["relu1.grad"]] == "cpu"
+    assert placement.count("gpu") == graph.n - 1  # all else runs on the 8x faster GPU
+    found = chen_heterogeneous(graph)
+    timeline = check_schedule(graph, found.schedule)
+    optimum = solve(graph, "xengine").timeline.total_ms
+    cpu_only = solve(graph, "checkmate:cpu").timeline.total_ms
+    assert optimum - 1e-9 <= timeline.total_ms < cpu_only / 2
