@@ -1,7 +1,7 @@
 """Undo commands: every edit of the graph, its devices and budgets is one of these.
 
 Each command computes its target graph in ``__init__`` with the pure functions of
-:mod:`app.edits`, so an invalid edit raises :class:`GraphFormatError` *before* it is pushed and
+:mod:`solver.edits`, so an invalid edit raises :class:`GraphFormatError` *before* it is pushed and
 the undo stack only ever holds edits that worked. Graphs are frozen, so a command keeps the old
 and the new graph and swaps them; it changes the document, never a view (style rule 13).
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QUndoCommand
 
-from app import edits
+from solver import device_edits, edits
 from solver.errors import GraphFormatError
 from solver.graph import Device, Graph, Node
 from solver.training import build_training_graph
@@ -28,6 +28,8 @@ __all__ = [
     "ConnectCommand",
     "DeleteCommand",
     "SetNodePropertyCommand",
+    "RenameNodeCommand",
+    "SetGraphNameCommand",
     "SetEdgeTransferCommand",
     "BuildTrainingGraphCommand",
     "ReplaceGraphCommand",
@@ -128,6 +130,33 @@ class SetNodePropertyCommand(GraphCommand):
         super().__init__(document, graph, text)
 
 
+class RenameNodeCommand(GraphCommand):
+    """Give a node a new id (its edges and ``of`` references follow); the selection follows it.
+
+    Refused (raises) when the new id is empty or taken.
+    """
+
+    def __init__(self, document: Document, old: str, new: str):
+        graph = edits.rename_node(_graph_of(document), old, new)
+        super().__init__(document, graph, f"Rename node {old} to {new}", new)
+        self._old_id = old
+        self._reselect = document.selection == old
+
+    def undo(self) -> None:
+        super().undo()
+        if self._reselect:
+            self._document.set_selection(self._old_id)
+
+
+class SetGraphNameCommand(GraphCommand):
+    """Rename the graph. The structure is unchanged, so the result on display stays."""
+
+    def __init__(self, document: Document, name: str):
+        graph = edits.set_graph_name(_graph_of(document), name)
+        super().__init__(document, graph, f"Rename graph to {name}")
+        self._new_token = self._old_token
+
+
 class SetEdgeTransferCommand(GraphCommand):
     """Set an edge's transfer-time overrides; an empty mapping returns to the link model."""
 
@@ -190,7 +219,7 @@ class AddDeviceCommand(GraphCommand):
     """Add a device (runs every node at the first device's cost, linked to all others)."""
 
     def __init__(self, document: Document, name: str, kind: str = "gpu", memory: int = 1024**3):
-        graph = edits.add_device(_graph_of(document), Device(name, kind, memory))
+        graph = device_edits.add_device(_graph_of(document), Device(name, kind, memory))
         super().__init__(document, graph, f"Add device {name}")
 
 
@@ -199,7 +228,7 @@ class RemoveDeviceCommand(GraphCommand):
 
     def __init__(self, document: Document, name: str):
         super().__init__(
-            document, edits.remove_device(_graph_of(document), name), f"Remove device {name}"
+            document, device_edits.remove_device(_graph_of(document), name), f"Remove device {name}"
         )
 
 
@@ -207,7 +236,7 @@ class RenameDeviceCommand(GraphCommand):
     """Rename a device everywhere, including a solver method that names it."""
 
     def __init__(self, document: Document, old: str, new: str):
-        graph = edits.rename_device(_graph_of(document), old, new)
+        graph = device_edits.rename_device(_graph_of(document), old, new)
         super().__init__(document, graph, f"Rename device {old} to {new}")
         self._old_settings = document.settings
         method, _, device = self._old_settings.method.partition(":")
@@ -229,5 +258,5 @@ class SetLinkCommand(GraphCommand):
     def __init__(
         self, document: Document, source: str, target: str, bandwidth: float, latency_ms: float
     ):
-        graph = edits.set_link(_graph_of(document), source, target, bandwidth, latency_ms)
+        graph = device_edits.set_link(_graph_of(document), source, target, bandwidth, latency_ms)
         super().__init__(document, graph, f"Set link {source} \u2192 {target}")

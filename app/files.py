@@ -17,10 +17,10 @@ from PySide6.QtWidgets import QWidget
 from app.commands import ReplaceGraphCommand
 from app.dialogs import Choice, ErrorDialog, FileDialog, UnsavedChangesDialog
 from app.document import Document
-from app.edits import empty_graph
 from app.export import export_schedule_json, export_timeline_csv, export_widget
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
+from solver.edits import empty_graph
 from solver.errors import XEngineError
 from solver.examples import bundled_graphs
 from solver.formats import load_graph, load_schedule, save_graph

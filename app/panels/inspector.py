@@ -1,6 +1,7 @@
-"""The inspector: edit the selected node (op, kind, memory, cost per device) or edge (transfers).
+"""The inspector: edit the selected node (id, op, kind, memory, costs) or edge (transfers).
 
-With nothing selected it summarises the graph and says how to edit it. Values are refreshed in
+With nothing selected it shows the graph's name (editable), summarises the graph and says how to
+edit it. Values are refreshed in
 place while the same item stays selected, so tabbing from field to field keeps the focus.
 Listens to ``graph_changed``, ``selection_changed`` and ``edge_selection_changed``; every change
 is an undo command pushed through ``document.edit``.
@@ -26,7 +27,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.commands import DeleteCommand, SetEdgeTransferCommand, SetNodePropertyCommand
+from app.commands import (
+    DeleteCommand,
+    RenameNodeCommand,
+    SetEdgeTransferCommand,
+    SetGraphNameCommand,
+    SetNodePropertyCommand,
+)
 from app.document import Document
 from app.widgets import SizeEdit
 from solver.bounds import no_remat_peak
@@ -55,6 +62,8 @@ class _NodePage(QWidget):
         self.node_id: str | None = None
         self._devices: tuple[str, ...] = ()
         self.title = QLabel()
+        self.id_edit = QLineEdit()
+        self.id_edit.setToolTip("The node's id; edges and backward nodes follow a rename")
         self.op_edit = QLineEdit()
         self.kind_box = QComboBox()
         self.kind_box.addItems(NODE_KINDS)
@@ -64,6 +73,7 @@ class _NodePage(QWidget):
         self.links_label.setWordWrap(True)
         self.delete_button = QPushButton("Delete node")
         self._form = QFormLayout()
+        self._form.addRow("Id", self.id_edit)
         self._form.addRow("Op", self.op_edit)
         self._form.addRow("Kind", self.kind_box)
         self._form.addRow("Memory", self.memory_edit)
@@ -78,6 +88,7 @@ class _NodePage(QWidget):
         layout.addWidget(self.links_label)
         layout.addWidget(self.delete_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addStretch(1)
+        self.id_edit.editingFinished.connect(self._on_id_edit_finished)
         self.op_edit.editingFinished.connect(self._on_op_edit_finished)
         self.kind_box.activated.connect(self._on_kind_box_activated)
         self.memory_edit.size_committed.connect(self._on_memory_edit_committed)
@@ -90,6 +101,8 @@ class _NodePage(QWidget):
         if devices != self._devices:
             self._rebuild_costs(devices)
         self.title.setText(f"<b>{html.escape(node_id)}</b> &nbsp;node")
+        with QSignalBlocker(self.id_edit):
+            self.id_edit.setText(node_id)
         with QSignalBlocker(self.op_edit):
             self.op_edit.setText(node.op)
         with QSignalBlocker(self.kind_box):
@@ -117,6 +130,13 @@ class _NodePage(QWidget):
             self._costs.addRow(name, edit)
             self.cost_edits[name] = edit
         self._devices = devices
+
+    def _on_id_edit_finished(self) -> None:
+        graph, new = self._document.graph, self.id_edit.text().strip()
+        if graph is None or self.node_id not in graph.index or new == self.node_id:
+            return
+        if not self._document.edit(RenameNodeCommand, self.node_id, new):
+            self.show_node(graph, self.node_id)  # refused: show the id still in force
 
     def _on_op_edit_finished(self) -> None:
         self._set("op", self.op_edit.text().strip())
@@ -221,6 +241,37 @@ class _EdgePage(QWidget):
             self._document.edit(DeleteCommand, (), (self.key,))
 
 
+class _GraphPage(QWidget):
+    def __init__(self, document: Document):
+        super().__init__()
+        self._document = document
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("graph name")
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        form = QFormLayout()
+        form.addRow("Name", self.name_edit)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.summary)
+        layout.addStretch(1)
+        self.name_edit.editingFinished.connect(self._on_name_edit_finished)
+
+    def show_graph(self, graph: Graph | None) -> None:
+        with QSignalBlocker(self.name_edit):
+            self.name_edit.setText(graph.name if graph is not None else "")
+        self.name_edit.setEnabled(graph is not None)
+        self.summary.setText(_summary(graph))
+
+    def _on_name_edit_finished(self) -> None:
+        graph, name = self._document.graph, self.name_edit.text().strip()
+        if graph is None or name == graph.name:
+            return
+        if not self._document.edit(SetGraphNameCommand, name):
+            self.show_graph(graph)  # refused: show the name still in force
+
+
 class InspectorPanel(QScrollArea):
     """Node, edge or graph properties of the current selection (see module docstring)."""
 
@@ -231,12 +282,10 @@ class InspectorPanel(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.node_page = _NodePage(document)
         self.edge_page = _EdgePage(document)
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        self.summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.summary.setContentsMargins(9, 9, 9, 9)
+        self.graph_page = _GraphPage(document)
+        self.summary = self.graph_page.summary
         self.stack = QStackedWidget()
-        for page in (self.summary, self.node_page, self.edge_page):
+        for page in (self.graph_page, self.node_page, self.edge_page):
             self.stack.addWidget(page)
         self.setWidget(self.stack)
         document.graph_changed.connect(self._on_document_changed)
@@ -259,8 +308,8 @@ class InspectorPanel(QScrollArea):
             self.edge_page.show_edge(graph, edge)
             self.stack.setCurrentWidget(self.edge_page)
         else:
-            self.summary.setText(_summary(graph))
-            self.stack.setCurrentWidget(self.summary)
+            self.graph_page.show_graph(graph)
+            self.stack.setCurrentWidget(self.graph_page)
 
 
 def _summary(graph: Graph | None) -> str:
@@ -270,7 +319,6 @@ def _summary(graph: Graph | None) -> str:
     counts = ", ".join(f"{v} {k}" for k, v in kinds.items() if v)
     peak = format_size(no_remat_peak(graph)) if graph.nodes else "\u2014"
     return (
-        f"<b>{html.escape(graph.name)}</b><br>"
         f"{graph.n} nodes ({counts or 'none'}), {len(graph.edges)} edges, "
         f"{graph.num_devices} devices<br>no-remat peak: {peak}<br><br>"
         "<span style='color:palette(mid)'>Click a node or an edge to edit it. Double-click the "

@@ -10,13 +10,21 @@ from __future__ import annotations
 import html
 import logging
 
-from PySide6.QtCore import QSignalBlocker, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+import shiboken6
+from PySide6.QtCore import QEvent, QObject, QSignalBlocker, Qt, QTimer
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
+    QPlainTextEdit,
     QSlider,
     QStyle,
+    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -32,6 +40,9 @@ __all__ = ["StepperPanel"]
 
 logger = logging.getLogger(__name__)
 
+_OWNS_SPACE = (QAbstractButton, QLineEdit, QTextEdit, QPlainTextEdit, QAbstractSpinBox, QComboBox)
+"""Widgets for which Space means something (press a button, type a space, open a list)."""
+
 
 class StepperPanel(QWidget):
     """First / previous / play / next / last buttons, a slider over operations, the explanation.
@@ -39,6 +50,7 @@ class StepperPanel(QWidget):
     Listens to ``result_changed`` and ``cursor_changed``; writes only ``document.set_cursor``.
     Keyboard: Left/Right step, Home/End jump, Space plays or pauses. The shortcuts work while the
     panel has focus; :attr:`step_actions` lets the main window add them with a wider context.
+    Space is left to a focused button or text field (it presses or types there instead).
     """
 
     PLAY_INTERVAL_MS = 600
@@ -50,6 +62,7 @@ class StepperPanel(QWidget):
         self._timer = QTimer(self, interval=self.PLAY_INTERVAL_MS)
         self._timer.timeout.connect(self._on_timer_timeout)
         self._build_items()
+        self._space_guard = _SpaceGuard(self)
         document.result_changed.connect(self._on_document_result_changed)
         document.cursor_changed.connect(self._on_document_cursor_changed)
         self._redraw()
@@ -243,6 +256,41 @@ class StepperPanel(QWidget):
         if detail:
             text += f'<br><span style="color:{muted}">{html.escape(detail)}</span>'
         self._text.setText(text)
+
+
+class _SpaceGuard(QObject):
+    """Leaves Space to the focused button or text field instead of the window-wide Play shortcut.
+
+    Qt offers a key to the focus widget as a ``ShortcutOverride`` event before any shortcut;
+    accepting it there delivers the key to the widget. Buttons do not accept it for Space, so
+    the guard does it for them. It filters only the current focus widget (it follows
+    ``QApplication.focusChanged``), not every event of the application.
+    """
+
+    def __init__(self, parent: QObject):
+        super().__init__(parent)
+        self._watched: QWidget | None = None
+        app = QApplication.instance()
+        app.focusChanged.connect(self._on_app_focus_changed)
+        self._on_app_focus_changed(None, QApplication.focusWidget())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Space
+            and event.modifiers() == Qt.KeyboardModifier.NoModifier
+        ):
+            event.accept()
+            return True
+        return False
+
+    def _on_app_focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        if self._watched is not None and shiboken6.isValid(self._watched):
+            self._watched.removeEventFilter(self)
+        self._watched = new if isinstance(new, _OWNS_SPACE) else None
+        if self._watched is not None:
+            self._watched.installEventFilter(self)
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ def test_graph_canvas_click_selects_and_drag_connects(qtbot, qapp):
     from PySide6.QtTest import QTest
 
     from app.commands import AddNodeCommand
-    from app.edits import empty_graph
+    from solver.edits import empty_graph
 
     document = Document()
     document.open(empty_graph())

@@ -1,4 +1,4 @@
-"""Project files and pure graph edits, without a window."""
+"""Project files and settings, without a window (graph edits: tests/solver/test_edits.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from app import edits
 from app.project import (
     PROJECT_FORMAT,
     Project,
@@ -21,7 +20,6 @@ from solver.errors import GraphFormatError
 from solver.examples import example_path
 from solver.formats import graph_to_dict, load_graph, save_schedule, schedule_to_dict
 from solver.generators import unit_chain
-from solver.graph import Device
 from solver.methods import solve
 
 
@@ -59,28 +57,6 @@ def test_project_bad_budget_and_schedule_file_are_named(tmp_path):
 def test_settings_checked_replaces_out_of_range_values():
     fixed = SolverSettings(backend="gurobi", time_limit_s=-1, gap_rel=float("nan")).checked()
     assert fixed == SolverSettings()
-
-
-def test_edits_rename_device_follows_costs_links_and_overrides():
-    graph = edits.set_edge_transfer(
-        load_graph(example_path("chain")), "fc1", "relu1", {"cpu->gpu": 2.0}
-    )
-    renamed = edits.rename_device(graph, "gpu", "tpu")
-    assert [d.name for d in renamed.devices] == ["cpu", "tpu"]
-    assert {lk.target for lk in renamed.links} == {"cpu", "tpu"}
-    assert renamed.node("fc1").cost == {"cpu": 4.0, "tpu": 0.5}
-    assert next(e for e in renamed.edges if e.source == "fc1").transfer_ms == {"cpu->tpu": 2.0}
-    with pytest.raises(GraphFormatError, match="duplicate device name"):
-        edits.rename_device(graph, "gpu", "cpu")
-
-
-def test_edits_remove_last_device_of_a_node_is_refused():
-    graph = unit_chain(2, budget=10)
-    with pytest.raises(GraphFormatError, match="node 'n0', field 'cost': no device can run it"):
-        edits.remove_device(graph, "cpu")
-    two = edits.add_device(graph, Device("gpu", "gpu", 8))
-    assert two.node("n0").cost == {"cpu": 1.0, "gpu": 1.0}
-    assert len(edits.remove_device(two, "gpu").links) == 0
 
 
 def test_exact_size_text_reads_back_exactly():

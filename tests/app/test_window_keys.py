@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QPushButton, QToolButton, QWidget
 
 from app.project import SolverSettings
 
@@ -49,6 +49,34 @@ def test_window_step_keys_leave_text_fields_alone(qtbot, window):
     QTest.keyClick(edit, Qt.Key.Key_Right)
     assert edit.cursorPosition() == 1
     assert window.document.cursor is None
+
+
+@pytest.mark.parametrize("button_type", [QPushButton, QToolButton])
+def test_window_space_presses_a_focused_button_instead_of_playing(qtbot, window, button_type):
+    button = button_type()
+    button.setText("probe")
+    button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+    window.stepper.layout().addWidget(button)
+    button.setFocus()
+    qtbot.waitUntil(button.hasFocus)
+    with qtbot.waitSignal(button.clicked, timeout=2_000):
+        QTest.keyClick(button, Qt.Key.Key_Space)
+    assert not window.stepper.playing
+    canvas = window.graph_view.canvas
+    canvas.setFocus()
+    qtbot.waitUntil(canvas.hasFocus)
+    QTest.keyClick(canvas, Qt.Key.Key_Space)  # off the button, Space plays again
+    assert window.stepper.playing
+
+
+def test_window_space_types_into_a_text_field_instead_of_playing(qtbot, window):
+    window.graph_view.click_node("fc1")
+    edit = window.inspector.node_page.op_edit
+    edit.setFocus()
+    qtbot.waitUntil(edit.hasFocus)
+    edit.setText("Gemm")
+    QTest.keyClick(edit, Qt.Key.Key_Space)
+    assert edit.text() == "Gemm " and not window.stepper.playing
 
 
 def test_window_stepper_keeps_qwidget_actions():

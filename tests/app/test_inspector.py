@@ -1,0 +1,82 @@
+"""The inspector renames nodes and the graph through undo commands; bad ids are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def window(make_window):
+    return make_window("chain")
+
+
+def _commit(qtbot, signal, edit, text: str) -> None:
+    """Type ``text`` into ``edit`` and finish editing, as Return or a focus change does."""
+    with qtbot.waitSignal(signal, timeout=5_000):
+        edit.setText(text)
+        edit.editingFinished.emit()
+
+
+def test_inspector_renames_a_node_undo_and_redo(qtbot, window, dialogs):
+    doc, view, page = window.document, window.graph_view, window.inspector.node_page
+    before = [n.id for n in doc.graph.nodes]
+    view.click_node("fc3")
+    assert page.id_edit.text() == "fc3"
+
+    _commit(qtbot, doc.graph_changed, page.id_edit, "dense3")
+    assert [n.id for n in doc.graph.nodes] == ["dense3" if i == "fc3" else i for i in before]
+    assert doc.graph.node("fc3.grad").of == "dense3"
+    assert doc.selection == "dense3" and page.id_edit.text() == "dense3"
+    assert window.inspector.stack.currentWidget() is page
+    assert "dense3" in view.nodes and "fc3" not in view.nodes
+    assert {("relu2", "dense3"), ("dense3", "loss")} <= set(view.edges)
+    assert doc.undo_stack.undoText() == "Rename node fc3 to dense3"
+
+    with qtbot.waitSignal(doc.graph_changed):
+        window.window_actions.undo.trigger()
+    assert [n.id for n in doc.graph.nodes] == before
+    assert doc.selection == "fc3" and page.id_edit.text() == "fc3"
+    qtbot.waitUntil(lambda: "fc3" in view.nodes and "dense3" not in view.nodes)
+
+    with qtbot.waitSignal(doc.graph_changed):
+        window.window_actions.redo.trigger()
+    assert doc.graph.node("dense3").kind == "forward" and doc.selection == "dense3"
+    qtbot.waitUntil(lambda: "dense3" in view.nodes)
+    assert not dialogs.errors
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("loss", "id 'loss' is already taken"), ("  ", "empty node id")],
+)
+def test_inspector_refuses_a_duplicate_or_empty_node_id(qtbot, window, dialogs, text, message):
+    doc, page = window.document, window.inspector.node_page
+    window.graph_view.click_node("fc3")
+    graph, count = doc.graph, doc.undo_stack.count()
+    with qtbot.assertNotEmitted(doc.graph_changed):
+        _commit(qtbot, doc.edit_refused, page.id_edit, text)
+    assert doc.graph is graph and doc.undo_stack.count() == count
+    assert page.id_edit.text() == "fc3" and doc.selection == "fc3"
+    ((title, shown),) = dialogs.errors
+    assert f"node 'fc3': {message}" in shown
+
+
+def test_inspector_renames_the_graph_undoably(qtbot, window, dialogs):
+    doc, page = window.document, window.inspector.graph_page
+    doc.set_selection(None)
+    assert window.inspector.stack.currentWidget() is page and page.name_edit.text() == "chain"
+    result = doc.result
+
+    _commit(qtbot, doc.graph_changed, page.name_edit, "my chain")
+    assert doc.graph.name == "my chain" and doc.result is result  # same structure, same result
+    assert "my chain" in window.windowTitle()
+
+    with qtbot.waitSignal(doc.graph_changed):
+        window.window_actions.undo.trigger()
+    assert doc.graph.name == "chain" and page.name_edit.text() == "chain"
+
+    with qtbot.assertNotEmitted(doc.graph_changed):
+        _commit(qtbot, doc.edit_refused, page.name_edit, " ")
+    assert doc.graph.name == "chain" and page.name_edit.text() == "chain"
+    ((title, shown),) = dialogs.errors
+    assert "empty graph name" in shown
