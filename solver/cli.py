@@ -286,6 +286,8 @@ def cmd_examples(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        epilog="Also: main.py import-torch MODULE:CLASS --input 32x3x224x224 [-o FILE] imports a "
+        "PyTorch module as a training graph (needs the torch extra; see its --help).",
         prog="main.py",
         description="XEngine Studio: tensor "
         "rematerialization on heterogeneous devices. With no "
