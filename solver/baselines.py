@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import networkx as nx
 
+from solver.errors import ScheduleViolation
 from solver.graph import Graph
 from solver.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.simulate import Timeline, simulate
@@ -22,6 +23,7 @@ __all__ = [
     "chen_candidates",
     "chen_sqrtn",
     "chen_greedy",
+    "chen_greedy_candidates",
     "BaselineResult",
     "best_fitting",
 ]
@@ -147,31 +149,40 @@ def _greedy_checkpoints(graph: Graph, candidates: list[int], segment_bytes: floa
 
 
 class BaselineResult:
-    """A baseline's schedule with its replay (``None`` fields when nothing fits)."""
+    """A baseline's schedule with its replay (``None`` fields when nothing fits; then
+    ``violations`` holds each candidate's first broken rule)."""
 
-    def __init__(self, schedule: Schedule | None, timeline: Timeline | None, reason: str = ""):
+    def __init__(
+        self,
+        schedule: Schedule | None,
+        timeline: Timeline | None,
+        reason: str = "",
+        violations: tuple[ScheduleViolation, ...] = (),
+    ):
         self.schedule, self.timeline, self.reason = schedule, timeline, reason
+        self.violations = violations
 
 
 def best_fitting(graph: Graph, schedules: list[Schedule]) -> BaselineResult:
     """The cheapest schedule among ``schedules`` that replays within the budgets."""
     best: BaselineResult | None = None
-    peaks = []
+    violations = []
     for schedule in schedules:
         timeline = simulate(graph, schedule)
         if timeline.valid and (best is None or timeline.total_ms < best.timeline.total_ms):
             best = BaselineResult(schedule, timeline)
         elif not timeline.valid:
-            peaks.append(str(timeline.violation))
+            violations.append(timeline.violation)
     if best is None:
-        return BaselineResult(None, None, peaks[0] if peaks else "no candidate schedule")
+        reason = str(violations[0]) if violations else "no candidate schedule"
+        return BaselineResult(None, None, reason, tuple(violations))
     return best
 
 
-def chen_greedy(
+def chen_greedy_candidates(
     graph: Graph, device: str | Sequence[str], tries: int = 24, method: str | None = None
-) -> BaselineResult:
-    """Chen et al.'s greedy strategy, searching the segment size for the fastest fitting one.
+) -> list[Schedule]:
+    """The schedules Chen et al.'s greedy strategy tries, one per distinct segment size.
 
     Segment sizes are tried on a geometric grid between the smallest tensor and the whole
     forward pass; each candidate is replayed under the budget. ``device`` may be a placement
@@ -190,4 +201,11 @@ def chen_greedy(
         seen.add(checkpoints)
         rule = _segment_rule(graph, set(checkpoints))
         schedules.append(schedule_with_checkpoints(graph, device, rule, method))
-    return best_fitting(graph, schedules)
+    return schedules
+
+
+def chen_greedy(
+    graph: Graph, device: str | Sequence[str], tries: int = 24, method: str | None = None
+) -> BaselineResult:
+    """Chen et al.'s greedy strategy: the fastest fitting of :func:`chen_greedy_candidates`."""
+    return best_fitting(graph, chen_greedy_candidates(graph, device, tries, method))

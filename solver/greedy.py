@@ -12,7 +12,7 @@ import math
 from solver.baselines import (
     BaselineResult,
     best_fitting,
-    chen_greedy,
+    chen_greedy_candidates,
     schedule_with_checkpoints,
 )
 from solver.graph import Graph
@@ -106,9 +106,12 @@ def cheapest_placement(graph: Graph) -> list[str] | None:
     return placement
 
 
-def chen_heterogeneous(graph: Graph) -> BaselineResult:
+def chen_heterogeneous(graph: Graph, repairs: int = 24) -> BaselineResult:
     """Chen's checkpointing over the cheapest placement: most nodes on the fast device with
     segments recomputed there, nodes too big for it on another device, inputs copied.
+
+    When no candidate fits, the node where the candidate that got furthest ran out of memory
+    moves to its next cheapest device with room, up to ``repairs`` times.
 
     Examples
     --------
@@ -120,10 +123,35 @@ def chen_heterogeneous(graph: Graph) -> BaselineResult:
     if placement is None:
         return BaselineResult(None, None, "chen-heterogeneous: some node fits on no device")
     method = "chen-heterogeneous"
-    keep_all = schedule_with_checkpoints(graph, placement, lambda i, t, r: True, method)
-    found = chen_greedy(graph, placement, method=method)
-    candidates = [keep_all] + ([found.schedule] if found.schedule is not None else [])
-    return best_fitting(graph, candidates)
+    for _ in range(repairs + 1):
+        keep_all = schedule_with_checkpoints(graph, placement, lambda i, t, r: True, method)
+        found = best_fitting(
+            graph, [keep_all, *chen_greedy_candidates(graph, placement, 24, method)]
+        )
+        if found.schedule is not None or not _move_off(graph, placement, found.violations):
+            return found
+    return found
+
+
+def _move_off(graph: Graph, placement: list[str], violations) -> bool:
+    """Move the node of the latest memory violation to its next cheapest device with room."""
+    memory = [v for v in violations if v.rule == "memory" and v.node is not None]
+    if not memory:
+        return False
+    worst = max(memory, key=lambda v: v.stage)
+    k = graph.index[worst.node]
+    need = int(graph.memory[k]) + sum(int(graph.memory[i]) for i in graph.inputs[k])
+    others = [
+        (float(graph.cost[d, k]), device.name)
+        for d, device in enumerate(graph.devices)
+        if device.name != worst.device
+        and not math.isnan(graph.cost[d, k])
+        and need <= device.budget
+    ]
+    if not others or placement[k] != worst.device:
+        return False
+    placement[k] = min(others)[1]
+    return True
 
 
 def best_heterogeneous(graph: Graph) -> BaselineResult:
