@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from solver.schedule import Schedule
 
 __all__ = ["SolveStatus", "Progress"]
 
@@ -39,7 +43,9 @@ class Progress:
     """One progress report from a running solve (all fields in model units).
 
     ``incumbent`` and ``bound`` are ``None`` while unknown; ``log_line`` carries one line of
-    the backend's log when the report was triggered by a log line.
+    the backend's log when the report was triggered by a log line. ``schedule`` is set when the
+    report announces a new incumbent schedule that has already been replayed by the simulator
+    (valid, costing ``incumbent``): a view may draw it as provisional until the solve ends.
     """
 
     elapsed_s: float
@@ -47,3 +53,4 @@ class Progress:
     bound: float | None = None
     gap: float | None = None
     log_line: str | None = None
+    schedule: Schedule | None = None
