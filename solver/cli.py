@@ -21,12 +21,14 @@ from pathlib import Path
 
 from solver.backends import available_backends
 from solver.bounds import lower_bound, no_remat_peak
+from solver.concurrent import concurrent_makespan
 from solver.errors import XEngineError
 from solver.examples import bundled_graphs
 from solver.formats import atomic_write_text, load_graph, load_schedule, save_schedule
 from solver.graph import Graph
 from solver.methods import METHODS, parse_method, solve
-from solver.simulate import effective_graph, simulate
+from solver.schedule import Schedule
+from solver.simulate import Timeline, effective_graph, simulate
 from solver.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
 from solver.sweep import budget_steps, sweep_budgets
@@ -124,7 +126,16 @@ def _stdout_to_stderr():
         os.close(saved)
 
 
-def _report(result: SolveResult) -> dict:
+def _concurrent_ms(
+    graph: Graph, schedule: Schedule | None, timeline: Timeline | None
+) -> float | None:
+    """The concurrent-execution estimate (solver/concurrent.py) of a valid replay, else None."""
+    if schedule is None or timeline is None or not timeline.valid:
+        return None
+    return round(concurrent_makespan(graph, schedule, timeline), 6)
+
+
+def _report(result: SolveResult, concurrent_ms: float | None = None) -> dict:
     block = {
         "method": result.method,
         "backend": result.backend,
@@ -140,10 +151,11 @@ def _report(result: SolveResult) -> dict:
     }
     if result.timeline is not None:
         block["summary"] = result.timeline.summary()
+        block["concurrent_ms"] = concurrent_ms
     return block
 
 
-def _print_result(result: SolveResult) -> None:
+def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> None:
     print(f"method     {result.method} ({result.backend or 'heuristic'})")
     print(f"status     {result.status.value}")
     if result.message and not result.ok:
@@ -156,6 +168,8 @@ def _print_result(result: SolveResult) -> None:
         f"time       {format_ms(t.total_ms)} (compute {format_ms(t.compute_ms)}, "
         f"transfers {format_ms(t.transfer_ms)}){bound}"
     )
+    if concurrent_ms is not None:
+        print(f"concurrent {format_ms(concurrent_ms)} (devices and links in parallel)")
     print(
         f"recompute  {t.recomputations} operations, {format_ms(t.recompute_ms)}; "
         f"{len(t.transfers)} transfers"
@@ -178,10 +192,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
         result = solve(graph, args.method, options, cancel=_cancel_on_interrupt())
     if args.output and result.schedule is not None:
         save_schedule(result.schedule, args.output, result.timeline.summary())
+    concurrent = _concurrent_ms(graph, result.schedule, result.timeline)
     if args.json:
-        print(json.dumps(_report(result), indent=1))
+        print(json.dumps(_report(result, concurrent), indent=1))
     else:
-        _print_result(result)
+        _print_result(result, concurrent)
         if args.output and result.schedule is not None:
             print(f"schedule   written to {args.output}")
     ok = result.ok and result.status is not SolveStatus.CANCELLED
@@ -192,12 +207,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     graph = load_graph(resolve_graph_path(args.graph))
     schedule = load_schedule(args.schedule, graph)
     overrides = dict(parse_budget(graph, b) for b in args.budget)
-    timeline = simulate(effective_graph(graph, schedule, overrides), schedule)
+    replay_graph = effective_graph(graph, schedule, overrides)
+    timeline = simulate(replay_graph, schedule)
+    concurrent = _concurrent_ms(replay_graph, schedule, timeline)
     if args.json:
-        print(json.dumps(timeline.summary(), indent=1))
+        print(json.dumps({**timeline.summary(), "concurrent_ms": concurrent}, indent=1))
     elif timeline.valid:
         print(
-            f"valid: {format_ms(timeline.total_ms)}, {timeline.recomputations} recomputations, "
+            f"valid: {format_ms(timeline.total_ms)} (concurrent {format_ms(concurrent)}), "
+            f"{timeline.recomputations} recomputations, "
             f"{len(timeline.transfers)} transfers"
         )
         for device, peak in timeline.peaks.items():

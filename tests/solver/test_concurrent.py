@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
 from solver.baselines import checkpoint_all, chen_sqrtn
 from solver.bounds import no_remat_peak
+from solver.cli import main
 from solver.concurrent import concurrent_layout, concurrent_makespan
 from solver.errors import ScheduleViolation
 from solver.examples import bundled_graphs
-from solver.formats import graph_from_dict, load_graph
+from solver.formats import graph_from_dict, load_graph, load_schedule, save_graph, save_schedule
 from solver.generators import unit_chain
 from solver.graph import Device, Edge, Link, Node, make_graph
 from solver.methods import solve
 from solver.schedule import Operation, Schedule, Stage
 from solver.simulate import check_schedule
 from solver.solve import SolveOptions
+from solver.units import format_ms
 
 
 def _schedule(graph, stages) -> Schedule:
@@ -216,3 +220,28 @@ def test_layout_of_the_bundled_baselines_is_sound(name, share):
         result = solve(graph, method)
         if result.ok:
             _assert_sound(graph, result.schedule)
+
+
+def test_cli_solve_reports_the_concurrent_makespan(tmp_path, capsys):
+    out = tmp_path / "s.schedule.json"
+    assert main(["solve", "chain", "--method", "greedy", "--json", "-o", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    graph = load_graph(bundled_graphs()["chain"])
+    schedule = load_schedule(out, graph)
+    expected = concurrent_makespan(graph, schedule)
+    assert report["concurrent_ms"] == pytest.approx(expected)
+    assert report["concurrent_ms"] < report["summary"]["total_ms"]  # the chain overlaps a bit
+    assert main(["check", "chain", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["concurrent_ms"] == pytest.approx(expected)
+    assert main(["check", "chain", str(out)]) == 0
+    assert f"(concurrent {format_ms(expected)})" in capsys.readouterr().out
+
+
+def test_cli_check_of_an_invalid_schedule_has_no_concurrent_makespan(tmp_path, capsys):
+    graph = unit_chain(2, budget=2)
+    path = tmp_path / "g.graph.json"
+    save_graph(graph, path)
+    out = tmp_path / "s.schedule.json"
+    save_schedule(checkpoint_all(graph, "cpu"), out)
+    assert main(["check", str(path), str(out), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["concurrent_ms"] is None
