@@ -1,9 +1,10 @@
 """Solving: XEngine's MIQP end to end, from graph to a replayed schedule (spec/model.md §3-4).
 
-:func:`solve_xengine` builds the model, warm-starts it from the best baseline, runs a backend
-with progress and cancel, reads the schedule back, and replays it in the simulator. A schedule
-that does not replay, or that costs more than the solver claimed, is reported as an error and
-never returned as valid.
+:func:`solve_xengine` finds a heuristic schedule, builds the model (:mod:`solver.miqp`), runs
+a backend with progress and cancel, and reads the answer back. Every schedule, the
+heuristic's, each improving one and the final one, goes through the simulator before anyone
+sees it (:class:`~solver.incumbents.Incumbents`); one that does not replay, or that costs more
+than the solver claimed, is never returned as valid.
 """
 
 from __future__ import annotations
@@ -11,62 +12,41 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
-from solver.backends import BackendOptions, run_backend
+from solver.backends import BackendOptions, BackendResult, run_backend
 from solver.baselines import checkpoint_all, chen_greedy
-from solver.bounds import explain_infeasible, no_remat_peak
+from solver.bounds import explain_infeasible
 from solver.graph import Graph
 from solver.greedy import best_heterogeneous
-from solver.schedule import Operation, Schedule, SolverInfo, Stage
+from solver.incumbents import Incumbents, ProgressCallback, SolveResult
+from solver.miqp import ArrayModel, BuildInterrupted, ModelTooLarge, build_array_model
+from solver.miqp_schedule import values_from_schedule
+from solver.schedule import Schedule
 from solver.simulate import Timeline, simulate
-from solver.status import Progress, SolveStatus
-from solver.units import format_size
-from solver.xengine import Model, build_model
+from solver.status import SolveStatus
 
-__all__ = ["SolveOptions", "SolveResult", "solve_xengine", "schedule_to_values", "read_schedule"]
+__all__ = ["ProgressCallback", "SolveOptions", "SolveResult", "solve_xengine"]
 
 logger = logging.getLogger(__name__)
-
-ProgressCallback = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)
 class SolveOptions:
-    """What to solve with: the backend and its limits, and whether to warm-start."""
+    """What to solve with: the backend and its limits, and how to use the heuristic start.
+
+    ``warm_start`` computes the heuristic schedules first and keeps the best as our own
+    incumbent. ``mip_start`` (``None``: per backend, see :func:`_mip_start`) also hands it to
+    the backend; ``cutoff`` makes the backend look only for cheaper schedules.
+    """
 
     backend: str = "cbc"
     time_limit_s: float = 60.0
     gap_rel: float = 1e-4
     threads: int | None = None
     warm_start: bool = True
-
-
-@dataclass(frozen=True)
-class SolveResult:
-    """The outcome of one solve (model.md §4). ``schedule`` and ``timeline`` are set together,
-    only for a schedule that replayed validly; ``message`` explains anything else."""
-
-    method: str
-    status: SolveStatus
-    schedule: Schedule | None = None
-    timeline: Timeline | None = None
-    objective: float | None = None
-    bound: float | None = None
-    gap: float | None = None
-    seconds: float = 0.0
-    build_seconds: float = 0.0
-    variables: int = 0
-    constraints: int = 0
-    backend: str = ""
-    message: str = ""
-    log_tail: tuple[str, ...] = field(default=())
-
-    @property
-    def ok(self) -> bool:
-        """A valid schedule is available."""
-        return self.schedule is not None and self.timeline is not None and self.timeline.valid
+    mip_start: bool | None = None
+    cutoff: bool = False
 
 
 def solve_xengine(
@@ -79,6 +59,9 @@ def solve_xengine(
     """Find the fastest schedule of ``graph`` under its devices' budgets with XEngine's MIQP.
 
     With one device this is Checkmate's model. Infeasible budgets are explained (model.md §4).
+    The heuristic start is our own incumbent from the first moment: it is reported at once,
+    returned if the backend stops, fails or crashes without a better schedule, and handed to
+    the backend only as the options say (see :class:`SolveOptions`).
 
     Examples
     --------
@@ -90,164 +73,97 @@ def solve_xengine(
     reason = explain_infeasible(graph)
     if reason:
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
-    started = time.perf_counter()
-    model = build_model(graph)
-    build_seconds = time.perf_counter() - started
-    start = _best_baseline(graph) if options.warm_start else None
-    if start is not None:
-        _set_start_values(graph, model, start)
-    backend_options = BackendOptions(
-        backend=options.backend,
-        time_limit_s=options.time_limit_s,
-        gap_rel=options.gap_rel,
-        threads=options.threads,
-        warm_start=start is not None,
-    )
-    outcome = run_backend(model.prob, backend_options, on_progress, cancel)
-    base = SolveResult(
-        method=method,
-        status=outcome.status,
-        objective=outcome.objective,
-        bound=outcome.bound,
-        gap=outcome.gap,
-        seconds=outcome.seconds,
-        build_seconds=build_seconds,
+    started = time.monotonic()
+    deadline = started + options.time_limit_s
+    backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
+    best = Incumbents(graph, method, backend, on_progress)
+    if options.warm_start:
+        start = _best_baseline(graph)
+        if start is not None:
+            best.offer(*start, source=_source_name(start[0]))
+    base = SolveResult(method=method, status=SolveStatus.ERROR, backend=backend)
+    try:
+        model = build_array_model(graph, deadline=deadline, cancel=cancel)
+    except BuildInterrupted as exc:
+        status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
+        why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
+        return best.result(replace(base, status=status), f"{why} while building the model")
+    except ModelTooLarge as exc:
+        return best.result(base, str(exc))
+    base = replace(
+        base,
+        build_seconds=time.monotonic() - started,
         variables=model.num_variables,
         constraints=model.num_constraints,
-        backend=options.backend.upper() if options.backend == "cbc" else "HiGHS",
+    )
+    outcome = _run_model(model, options, best, deadline, on_progress, cancel)
+    if outcome is None:  # the deadline or a cancel came before the backend could start
+        status = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
+        return best.result(replace(base, status=status or SolveStatus.TIME_LIMIT), "stopped")
+    base = replace(
+        base,
+        status=outcome.status,
+        bound=outcome.bound,
+        seconds=time.monotonic() - started,
         message=outcome.message,
         log_tail=outcome.log_tail,
     )
-    if not outcome.has_solution:
-        if start is not None and outcome.status in (SolveStatus.CANCELLED, SolveStatus.TIME_LIMIT):
-            return _fallback_to_start(base, start)
-        return _without_schedule(graph, base)
-    return _replayed(graph, model, base)
+    if outcome.values is not None:
+        best.offer_values(model, outcome.values, claimed=outcome.objective)
+    return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
 
 
-def _fallback_to_start(result: SolveResult, start: tuple[Schedule, Timeline]) -> SolveResult:
-    """The solver stopped before it wrote an incumbent: the warm start is still a valid one."""
-    schedule, timeline = start
-    status = (
-        SolveStatus.CANCELLED if result.status is SolveStatus.CANCELLED else SolveStatus.FEASIBLE
+def _run_model(
+    model: ArrayModel,
+    options: SolveOptions,
+    best: Incumbents,
+    deadline: float,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+) -> BackendResult | None:
+    """Run the backend for the time left; the heuristic start goes in as the options say."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0.05 or (cancel is not None and cancel.is_set()):
+        return None
+    start = None
+    if _mip_start(options) and best.timeline is not None:
+        start = values_from_schedule(model, best.schedule, best.timeline)
+    backend_options = BackendOptions(
+        backend=options.backend,
+        time_limit_s=remaining,
+        gap_rel=options.gap_rel,
+        threads=options.threads,
+        cutoff=_cutoff(options, best),
     )
-    info = (
-        replace(
-            schedule.solver,
-            status=status,
-            objective=timeline.total_ms,
-            bound=result.bound,
-            backend=result.backend,
-        )
-        if schedule.solver
-        else None
-    )
-    return replace(
-        result,
-        status=status,
-        schedule=replace(schedule, solver=info),
-        timeline=timeline,
-        objective=timeline.total_ms,
-        message=f"stopped before the solver wrote an incumbent; this is the warm start "
-        f"({schedule.solver.method if schedule.solver else 'a baseline'})",
+    return run_backend(
+        model.program,
+        backend_options,
+        best.merged_progress(on_progress),
+        cancel,
+        start=start,
+        on_solution=lambda values: best.offer_values(model, values),
     )
 
 
-def _without_schedule(graph: Graph, result: SolveResult) -> SolveResult:
-    if result.status is SolveStatus.INFEASIBLE:
-        peak = no_remat_peak(graph)
-        budgets = ", ".join(f"{d.name} {format_size(d.budget)}" for d in graph.devices)
-        message = (
-            "no schedule fits the budgets, although every node fits on some device alone; "
-            f"budgets are {budgets}, the no-rematerialization peak is {format_size(peak)}: "
-            "raise a budget towards it"
-        )
-        return replace(result, message=message)
-    if result.status is SolveStatus.TIME_LIMIT:
-        return replace(
-            result,
-            message="the time limit ran out before any schedule was found; "
-            "raise the time limit or the budgets",
-        )
-    return result
+def _mip_start(options: SolveOptions) -> bool:
+    """Whether the heuristic start goes to the backend as a MIP start.
 
-
-def _replayed(graph: Graph, model: Model, result: SolveResult) -> SolveResult:
-    """Read the schedule, replay it, and refuse it unless it is valid and no dearer than claimed."""
-    schedule = read_schedule(model, result)
-    timeline = simulate(graph, schedule)
-    if not timeline.valid:
-        return replace(
-            result,
-            status=SolveStatus.ERROR,
-            message=f"the solver's schedule does not replay: {timeline.violation}",
-        )
-    claimed = result.objective if result.objective is not None else float("inf")
-    if timeline.total_ms > claimed + 1e-6 * max(1.0, abs(claimed)):
-        return replace(
-            result,
-            status=SolveStatus.ERROR,
-            message=f"the replay costs {timeline.total_ms:.6g} ms but the solver "
-            f"claimed {claimed:.6g} ms",
-        )
-    return replace(result, schedule=schedule, timeline=timeline)
-
-
-def read_schedule(model: Model, result: SolveResult) -> Schedule:
-    """Turn the variable values of a solved model into a :class:`Schedule`.
-
-    An input is read locally when available there; otherwise from the cheapest device whose
-    transfer variable is set. Redundant choices of an incumbent only make the replay cheaper.
+    Measured on the bench set (docs/spec-notes.md): given a MIP start, CBC never leaves it
+    (its own heuristics stop), so CBC gets none; HiGHS uses one well.
     """
-    g = model.graph
-
-    def on(var) -> bool:
-        return var is not None and (var.varValue or 0.0) > 0.5
-
-    stages = []
-    for t in range(g.n):
-        ops = []
-        for k in range(t + 1):
-            for d, device in enumerate(g.devices):
-                if on(model.R.get((d, t, k))):
-                    ops.append(Operation(g.nodes[k].id, device.name, _sources(model, d, t, k)))
-        keep = {
-            device.name: frozenset(
-                g.nodes[i].id for i in range(t + 1) if on(model.S.get((d, t + 1, i)))
-            )
-            for d, device in enumerate(g.devices)
-        }
-        stages.append(Stage(tuple(ops), keep))
-    info = SolverInfo(
-        method=result.method,
-        backend=result.backend,
-        status=result.status,
-        objective=result.objective,
-        bound=result.bound,
-        gap=result.gap,
-        seconds=result.seconds,
-        variables=result.variables,
-        constraints=result.constraints,
-    )
-    budgets = {d.name: d.memory for d in g.devices}
-    return Schedule(g.name, budgets, tuple(stages), info)
+    if options.mip_start is not None:
+        return options.mip_start
+    return options.backend == "highs"
 
 
-def _sources(model: Model, d: int, t: int, k: int) -> dict[str, str]:
-    g = model.graph
-    sources = {}
-    for i in g.inputs[k]:
-        if (model.Z[d, t, i].varValue or 0.0) > 0.5:
-            continue
-        e = g.edge_number[i, k]
-        options = [
-            (float(g.transfer[e, s, d]), s)
-            for s in range(g.num_devices)
-            if (s, d, t, e) in model.X and (model.X[s, d, t, e].varValue or 0.0) > 1e-6
-        ]
-        if options:
-            sources[g.nodes[i].id] = g.devices[min(options)[1]].name
-    return sources
+def _cutoff(options: SolveOptions, best: Incumbents) -> float | None:
+    if not options.cutoff or best.timeline is None:
+        return None
+    return best.timeline.total_ms
+
+
+def _source_name(schedule: Schedule) -> str:
+    return schedule.solver.method if schedule.solver else "a heuristic"
 
 
 # ----- warm start ----------------------------------------------------------------------------
@@ -267,38 +183,3 @@ def _best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
             if timeline.valid and (best is None or timeline.total_ms < best[1].total_ms):
                 best = (schedule, timeline)
     return best
-
-
-def _set_start_values(graph: Graph, model: Model, start: tuple[Schedule, Timeline]) -> None:
-    """Write a valid schedule into the variables' values, as the backend's MIP start."""
-    for var in model.prob.variables():
-        var.varValue = 0.0
-    for family, values in schedule_to_values(graph, *start).items():
-        table = getattr(model, family)
-        for key, value in values.items():
-            if key in table:
-                table[key].varValue = value
-
-
-def schedule_to_values(graph: Graph, schedule: Schedule, timeline: Timeline) -> dict[str, dict]:
-    """Variable values ``{family: {key: 1.0}}`` that encode a valid schedule in the MIQP."""
-    R, S, Z, F, X = {}, {}, {}, {}, {}
-    dev = graph.device_index
-    for t, stage in enumerate(schedule.stages):
-        for op in stage.ops:
-            d, k = dev[op.device], graph.index[op.node]
-            R[d, t, k] = Z[d, t, k] = 1.0
-            for source_id, source in op.inputs.items():
-                if source != op.device:
-                    e = graph.edge_number[graph.index[source_id], k]
-                    X[dev[source], d, t, e] = 1.0
-        if t + 1 < graph.n:
-            for device, kept in stage.keep.items():
-                for node in kept:
-                    S[dev[device], t + 1, graph.index[node]] = 1.0
-                    Z[dev[device], t + 1, graph.index[node]] = 1.0
-    for event in timeline.ops:
-        k = graph.index[event.node]
-        for device, tensor in event.freed:
-            F[dev[device], event.stage, graph.edge_number[graph.index[tensor], k]] = 1.0
-    return {"R": R, "S": S, "Z": Z, "F": F, "X": X}

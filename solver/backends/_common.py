@@ -12,10 +12,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pulp
 
 from solver.status import Progress, SolveStatus
+
+if TYPE_CHECKING:
+    from solver.backends.lp import LinearProgram
 
 __all__ = [
     "LOG_TAIL_LINES",
@@ -24,7 +29,6 @@ __all__ = [
     "Tracker",
     "error_result",
     "finish_result",
-    "objective_constant",
     "pulp_codes",
 ]
 
@@ -38,9 +42,9 @@ _NO_INCUMBENT = 1e49  # CBC prints 1e+50 as "best solution" until it has one
 class BackendResult:
     """How a backend run ended, in our words rather than PuLP's (which says "Optimal" too often).
 
-    ``objective`` and ``bound`` include the objective's constant term, which neither CBC nor
-    PuLP's HiGHS bridge sees. ``has_solution`` is True exactly when every variable's
-    ``varValue`` now holds the incumbent; otherwise the values were left untouched.
+    ``objective`` and ``bound`` include the objective's constant term, which CBC does not
+    see. ``has_solution`` is True exactly when ``values`` holds the incumbent, one value per
+    column (for a PuLP problem, its variables' ``varValue`` then hold it too).
     """
 
     status: SolveStatus
@@ -51,6 +55,7 @@ class BackendResult:
     has_solution: bool
     message: str = ""
     log_tail: tuple[str, ...] = ()
+    values: np.ndarray | None = None
 
 
 class Tracker:
@@ -95,16 +100,15 @@ class Tracker:
 
 
 def finish_result(
-    prob: pulp.LpProblem,
+    program: LinearProgram,
     tracker: Tracker,
     status: SolveStatus,
-    solved: bool,
+    values: np.ndarray | None,
     message: str,
     gap_rel: float,
 ) -> BackendResult:
-    """Build the result from the assigned values, so the objective includes its constant."""
-    prob.assignStatus(*pulp_codes(status, solved))
-    objective = _objective_value(prob) if solved else None
+    """Build the result from the solution values, so the objective includes its constant."""
+    objective = float(program.cost @ values + program.offset) if values is not None else None
     bound = tracker.bound if status != SolveStatus.INFEASIBLE else None
     if bound is not None and objective is not None:
         bound = min(bound, objective)
@@ -119,9 +123,10 @@ def finish_result(
         bound=bound,
         gap=_relative_gap(objective, bound),
         seconds=tracker.elapsed(),
-        has_solution=solved,
+        has_solution=values is not None,
         message=message,
         log_tail=tuple(tracker.tail),
+        values=values,
     )
 
 
@@ -140,15 +145,6 @@ def pulp_codes(status: SolveStatus, solved: bool) -> tuple[int, int]:
     if solved:
         return pulp.LpStatusNotSolved, pulp.LpSolutionIntegerFeasible
     return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
-
-
-def objective_constant(prob: pulp.LpProblem) -> float:
-    return float(prob.objective.constant) if prob.objective is not None else 0.0
-
-
-def _objective_value(prob: pulp.LpProblem) -> float:
-    value = prob.objective.value() if prob.objective is not None else 0.0
-    return float(value) if value is not None else math.nan
 
 
 def _relative_gap(objective: float | None, bound: float | None) -> float | None:

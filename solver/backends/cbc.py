@@ -23,9 +23,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pulp
 
 from solver.backends._common import POLL_S, BackendResult, Tracker, error_result, finish_result
+from solver.backends.lp import LinearProgram, read_cbc_solution, write_mip_start, write_mps
 from solver.status import SolveStatus
 
 if TYPE_CHECKING:
@@ -65,26 +67,22 @@ class _CbcProcess:
 
 
 def run_cbc(
-    prob: pulp.LpProblem,
+    program: LinearProgram,
     options: BackendOptions,
     tracker: Tracker,
     cancel: threading.Event | None,
+    start: np.ndarray | None = None,
 ) -> BackendResult:
-    """Write MPS, run CBC under our control, and read its solution back into ``prob``."""
+    """Write MPS, run CBC under our control, and read its solution back."""
     cbc = pulp.PULP_CBC_CMD.pulp_cbc_path  # a class attribute: no PuLP 4 deprecation warning
     if not (pulp.PULP_CBC_CMD._permissions_ok and os.access(cbc, os.X_OK)):
         return error_result(tracker, f"the CBC bundled with PuLP is not executable: {cbc}")
-    coin = pulp.COIN_CMD(path=cbc, msg=False)  # only for its .sol reader and MIP start writer
     with tempfile.TemporaryDirectory(prefix="xengine-cbc-") as tmp:
         mps, sol, mst = (os.path.join(tmp, f"model.{ext}") for ext in ("mps", "sol", "mst"))
-        was_none, dummy = prob.fixObjective()  # as prob.solve() does for a constant objective
-        try:
-            vs, var_names, con_names, _ = prob.writeMPS(mps, rename=1)
-        finally:
-            prob.restoreObjective(was_none, dummy)
-        if options.warm_start:
-            coin.writesol(mst, prob, vs, var_names, con_names)
-        child = _spawn_cbc(_cbc_args(cbc, mps, sol, mst if options.warm_start else None, options))
+        write_mps(program, mps)
+        if start is not None:
+            write_mip_start(start, mst)
+        child = _spawn_cbc(_cbc_args(cbc, mps, sol, mst if start is not None else None, options))
         try:
             deadline = tracker.start + options.time_limit_s + HARD_STOP_GRACE_S
             reason = _pump_cbc(child, tracker, cancel, deadline)
@@ -94,10 +92,8 @@ def run_cbc(
         header = _first_line(sol) if ok else ""
         status, message = _cbc_status(header, reason, child.proc.returncode, tracker)
         solved = status.has_solution_possible and _cbc_header_has_solution(header)
-        if solved:
-            values = coin.readsol_MPS(sol, prob, vs, var_names, con_names)[1]
-            prob.assignVarsVals(values)
-    return finish_result(prob, tracker, status, solved, message, options.gap_rel)
+        values = read_cbc_solution(sol, program.num_cols) if solved else None
+    return finish_result(program, tracker, status, values, message, options.gap_rel)
 
 
 def _cbc_args(cbc: str, mps: str, sol: str, mst: str | None, options: BackendOptions) -> list[str]:
@@ -106,6 +102,8 @@ def _cbc_args(cbc: str, mps: str, sol: str, mst: str | None, options: BackendOpt
     args += ["-ratio", f"{options.gap_rel:g}"]
     if options.threads is not None:
         args += ["-threads", str(options.threads)]
+    if options.cutoff is not None:
+        args += ["-cutoff", repr(float(options.cutoff))]
     if mst is not None:
         args += ["-mips", mst]
     return [*args, "-printingOptions", "all", "-solve", "-solution", sol]

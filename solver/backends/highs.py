@@ -1,9 +1,10 @@
-"""Run HiGHS in process through PuLP, with its callbacks on and a cancel that keeps the incumbent.
+"""Run HiGHS in process on a :class:`LinearProgram`, with callbacks and a keeping cancel.
 
-PuLP's HiGHS bridge reports a time-limited or interrupted run as "Optimal" and shows no
-progress, so :class:`_CancellableHiGHS` subscribes to HiGHS's logging and MIP callbacks, maps
-the model status itself, and forwards a cancel Event to ``cancelSolve()`` (notes: qt-stack.md
-section 2.4). ``highspy`` is optional; without it :data:`highspy` is ``None``.
+The arrays go to ``highspy`` directly (``passModel``): no PuLP objects, no files. HiGHS only
+fires its logging callbacks with ``output_flag`` on, so it stays on with ``log_to_console``
+off (qt-stack.md section 2.4). Every improving solution is handed to ``on_solution`` as well,
+so the caller can replay it and show it while the search goes on. ``highspy`` is optional;
+without it :data:`highspy` is ``None``.
 """
 
 from __future__ import annotations
@@ -13,16 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
 
-from solver.backends._common import (
-    POLL_S,
-    BackendResult,
-    Tracker,
-    error_result,
-    finish_result,
-    pulp_codes,
-)
+from solver.backends._common import POLL_S, BackendResult, Tracker, error_result, finish_result
+from solver.backends.lp import LinearProgram
 from solver.status import SolveStatus
 
 try:
@@ -35,68 +29,43 @@ if TYPE_CHECKING:
 
 __all__ = ["highspy", "run_highs"]
 
+SolutionCallback = Callable[[np.ndarray], None]
 
-class _CancellableHiGHS(pulp.HiGHS):
-    """PuLP's in-process HiGHS with progress callbacks, a MIP start and a cancel hook.
 
-    ``output_flag`` stays on because HiGHS only fires its logging callbacks then;
-    ``log_to_console`` off keeps stdout quiet (qt-stack.md section 2.4).
-    """
+class _HighsRun:
+    """One HiGHS solve: the model, its callbacks, and a cancel safe from any thread."""
 
-    def __init__(self, options: BackendOptions, tracker: Tracker) -> None:
-        super().__init__(
-            msg=True,
-            timeLimit=options.time_limit_s,
-            gapRel=options.gap_rel,
-            threads=options.threads,
-            log_to_console=False,
-        )
-        self._options = options
-        self._tracker = tracker
-        self._highs = None
-        self._cancel_requested = False
+    def __init__(
+        self,
+        program: LinearProgram,
+        options: BackendOptions,
+        tracker: Tracker,
+        on_solution: SolutionCallback | None,
+    ) -> None:
+        self.program = program
+        self.tracker = tracker
+        self.on_solution = on_solution
         self.callback_error: BaseException | None = None
-        self.outcome: tuple[SolveStatus, bool, float | None, str] | None = None
-
-    def request_cancel(self) -> None:
-        """Ask HiGHS to stop; safe from any thread, also before the model exists."""
-        self._cancel_requested = True
-        if self._highs is not None:
-            self._highs.cancelSolve()
-
-    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
-        super().createAndConfigureSolver(lp)
-        h = lp.solverModel
+        self.cancel_requested = False
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", True)
+        h.setOptionValue("log_to_console", False)
+        h.setOptionValue("time_limit", float(options.time_limit_s))
+        h.setOptionValue("mip_rel_gap", float(options.gap_rel))
+        if options.threads is not None:
+            h.setOptionValue("threads", int(options.threads))
+        if options.cutoff is not None:
+            h.setOptionValue("objective_bound", float(options.cutoff - program.offset))
+        h.passModel(_highs_lp(program))
         h.HandleUserInterrupt = True
         h.cbLogging.subscribe(self._guard(self._on_log))
         h.cbMipImprovingSolution.subscribe(self._guard(self._on_incumbent))
         h.cbMipLogging.subscribe(self._guard(self._on_mip_log))
-        self._highs = h
-        if self._cancel_requested:  # a cancel that came while we were building
-            h.cancelSolve()
+        self.highs = h
 
-    def callSolver(self, lp: pulp.LpProblem) -> None:
-        if self._options.warm_start:
-            _set_highs_start(lp)
-        super().callSolver(lp)
-
-    def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:
-        """Read status, bound and (only if there is one) the solution; PuLP's maps both
-        time limit and interrupt to "Optimal" and indexes an empty solution when infeasible."""
-        h = lp.solverModel
-        model_status = h.getModelStatus()
-        info = h.getInfo()
-        feasible = int(highspy.SolutionStatus.kSolutionStatusFeasible)
-        found = int(info.primal_solution_status) == feasible
-        status = _highs_status(model_status, found)
-        solved = found and status.has_solution_possible
-        if solved:
-            values = h.getSolution().col_value
-            for var in lp.variables():
-                var.varValue = values[var.index]
-        message = h.modelStatusToString(model_status)
-        self.outcome = (status, solved, info.mip_dual_bound, message)
-        return pulp_codes(status, solved)
+    def request_cancel(self) -> None:
+        self.cancel_requested = True
+        self.highs.cancelSolve()
 
     def _guard(self, handler: Callable[[object], None]) -> Callable[[object], None]:
         """Keep callback exceptions out of HiGHS's C++ loop: remember, cancel, re-raise later."""
@@ -114,22 +83,26 @@ class _CancellableHiGHS(pulp.HiGHS):
 
     def _on_log(self, event: highspy.HighsCallbackEvent) -> None:
         for text in str(event.message).splitlines():
-            self._tracker.line(text)
+            self.tracker.line(text)
 
     def _on_incumbent(self, event: highspy.HighsCallbackEvent) -> None:
-        self._tracker.see(incumbent=event.data_out.objective_function_value)
-        self._tracker.report()
+        self.tracker.see(incumbent=event.data_out.objective_function_value)
+        if self.on_solution is not None:
+            self.on_solution(np.array(event.data_out.mip_solution, dtype=float))
+        self.tracker.report()
 
     def _on_mip_log(self, event: highspy.HighsCallbackEvent) -> None:
         out = event.data_out  # the log line that follows reports these
-        self._tracker.see(out.objective_function_value, out.mip_dual_bound)
+        self.tracker.see(out.objective_function_value, out.mip_dual_bound)
 
 
 def run_highs(
-    prob: pulp.LpProblem,
+    program: LinearProgram,
     options: BackendOptions,
     tracker: Tracker,
     cancel: threading.Event | None,
+    start: np.ndarray | None = None,
+    on_solution: SolutionCallback | None = None,
 ) -> BackendResult:
     """Solve on a fresh thread while this one watches the cancel Event.
 
@@ -138,17 +111,18 @@ def run_highs(
     already been initialized"). A new thread per solve gets a new scheduler, and the waiting
     caller doubles as the watcher that forwards ``cancel`` to ``cancelSolve()``.
     """
-    solver = _CancellableHiGHS(options, tracker)
+    run = _HighsRun(program, options, tracker, on_solution)
+    if start is not None:
+        run.highs.setSolution(
+            program.num_cols, np.arange(program.num_cols, dtype=np.int32), start.astype(float)
+        )
     failure: list[BaseException] = []
 
     def solve() -> None:
         try:
-            prob.solve(solver)
+            run.highs.run()
         except BaseException as exc:  # handed to the caller below
             failure.append(exc)
-        finally:  # drop HiGHS's model copy and our callbacks, which hold on_progress
-            prob.solverModel = None
-            prob.solver = None
 
     worker = threading.Thread(target=solve, name="highs-solve", daemon=True)
     worker.start()
@@ -156,27 +130,52 @@ def run_highs(
         while worker.is_alive():
             worker.join(POLL_S)
             if cancel is not None and cancel.is_set():
-                solver.request_cancel()
+                run.request_cancel()
     finally:
         if worker.is_alive():  # we are unwinding (e.g. KeyboardInterrupt): stop HiGHS first
-            solver.request_cancel()
+            run.request_cancel()
             worker.join()
-    if failure or solver.callback_error is not None:
-        raise (failure or [solver.callback_error])[0]
-    if solver.outcome is None:
-        return error_result(tracker, "HiGHS returned without a status")
-    status, solved, bound, message = solver.outcome
-    tracker.see(bound=bound)
-    return finish_result(prob, tracker, status, solved, message, options.gap_rel)
+    if failure or run.callback_error is not None:
+        raise (failure or [run.callback_error])[0]
+    h = run.highs
+    model_status = h.getModelStatus()
+    info = h.getInfo()
+    feasible = int(highspy.SolutionStatus.kSolutionStatusFeasible)
+    found = int(info.primal_solution_status) == feasible
+    status = _highs_status(model_status, found)
+    if status is SolveStatus.ERROR and not found:
+        return error_result(tracker, f"HiGHS stopped: {h.modelStatusToString(model_status)}")
+    values = None
+    if found and status.has_solution_possible:
+        values = np.array(h.getSolution().col_value, dtype=float)
+    tracker.see(bound=info.mip_dual_bound)
+    message = h.modelStatusToString(model_status)
+    return finish_result(program, tracker, status, values, message, options.gap_rel)
 
 
-def _set_highs_start(lp: pulp.LpProblem) -> None:
-    """Hand the variables' current values to HiGHS as a (possibly partial) MIP start."""
-    known = [(var.index, var.varValue) for var in lp.variables() if var.varValue is not None]
-    if known:
-        index = np.array([i for i, _ in known], dtype=np.int32)
-        value = np.array([v for _, v in known], dtype=np.float64)
-        lp.solverModel.setSolution(len(known), index, value)
+def _highs_lp(program: LinearProgram) -> highspy.HighsLp:
+    lp = highspy.HighsLp()
+    lp.num_col_ = program.num_cols
+    lp.num_row_ = program.num_rows
+    lp.col_cost_ = program.cost.astype(float)
+    lp.col_lower_ = program.col_lower.astype(float)
+    lp.col_upper_ = program.col_upper.astype(float)
+    lp.row_lower_ = program.row_lower.astype(float)
+    lp.row_upper_ = program.row_upper.astype(float)
+    lp.offset_ = float(program.offset)
+    start, index, value = program.csc()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_ = program.num_cols
+    lp.a_matrix_.num_row_ = program.num_rows
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    kinds = [
+        highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
+        for flag in program.integer.tolist()
+    ]
+    lp.integrality_ = kinds
+    return lp
 
 
 def _highs_status(model_status: object, solved: bool) -> SolveStatus:
@@ -188,7 +187,7 @@ def _highs_status(model_status: object, solved: bool) -> SolveStatus:
         return SolveStatus.INFEASIBLE
     if model_status == kind.kInterrupt:
         return SolveStatus.CANCELLED
-    limits = (kind.kTimeLimit, kind.kIterationLimit, kind.kSolutionLimit)
+    limits = (kind.kTimeLimit, kind.kIterationLimit, kind.kSolutionLimit, kind.kObjectiveBound)
     if model_status in limits:
         return SolveStatus.FEASIBLE if solved else SolveStatus.TIME_LIMIT
     return SolveStatus.ERROR

@@ -1,0 +1,417 @@
+"""XEngine's MIQP (spec/model.md §3), linearized and built directly as arrays.
+
+This is the model the solver runs. :mod:`solver.xengine` keeps the spec's formulation
+line by line in PuLP as the reference; this one is equivalent on optima but smaller and
+exact in bytes (docs/spec-notes.md, "The solved formulation"):
+
+- **No recomputation of a resident tensor** (``R + S <= 1``): recomputing what is already on
+  the device costs time and memory and never helps, so ``Z = R + S`` and the ``Z`` family with
+  its three availability rows disappears.
+- **``S`` only where the device can run the node**: without offloading, a tensor is resident
+  only where it was computed.
+- **Node fixing**: ``R[d,*,k] = 0`` where ``M_k`` plus ``k``'s inputs exceed ``B_d`` (the
+  necessary condition of model.md §4: ``k`` cannot run there).
+- **Memory as the recurrence** ``U[d,t,k] = U[d,t,k-1] + M_k R[d,t,k] - frees after k-1``
+  (model.md §3 states both forms): O(n^2) coefficients instead of O(n^3).
+- **Exact memory rows**: each device's sizes and budget are divided by a unit of their own,
+  never rounded. The right-hand side is ``B_d + g_d / 2`` in bytes (``g_d`` the greatest common
+  divisor of the device's sizes and budget): every schedule's memory is a multiple of ``g_d``,
+  so the row admits exactly the schedules that fit ``B_d``, with half a unit of room for the
+  backend's tolerances.
+
+Building checks a deadline and a cancel Event every few thousand columns, and refuses a model
+whose estimated size would not fit in memory before allocating it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from math import gcd
+
+import numpy as np
+
+from solver.backends.lp import LinearProgram
+from solver.errors import XEngineError
+from solver.graph import Graph
+
+__all__ = [
+    "MemoryUnits",
+    "ArrayModel",
+    "ModelTooLarge",
+    "BuildInterrupted",
+    "memory_units",
+    "estimate_size",
+    "build_array_model",
+    "MAX_ROW_UNITS",
+]
+
+MAX_ROW_UNITS = 10**6
+"""Budgets above this many units are expressed in a fractional unit (exact, not rounded)."""
+BYTES_PER_NONZERO = 120
+"""Peak build memory per coefficient (lists of Python ints and floats, then numpy)."""
+DEFAULT_MEMORY_LIMIT = 8 * 2**30
+
+
+class ModelTooLarge(XEngineError):
+    """The model would not fit in memory; the message gives its estimated size and what to do."""
+
+
+class BuildInterrupted(XEngineError):
+    """Building stopped at the deadline or on cancel; ``reason`` is "deadline" or "cancel"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"model building stopped ({reason})")
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class MemoryUnits:
+    """Per device: the unit (bytes) of its memory rows, sizes and right-hand side in units.
+
+    ``rhs[d]`` is ``(B_d + gcd_d / 2) / unit[d]``: exact in bytes (see the module docstring).
+    """
+
+    unit: np.ndarray
+    sizes: np.ndarray
+    rhs: np.ndarray
+    budgets: np.ndarray
+
+
+def memory_units(graph: Graph) -> MemoryUnits:
+    """Each device's exact unit: the gcd of its sizes and budget, or ``B_d / 10^6`` if larger.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> m = memory_units(unit_chain(2, budget=4))
+    >>> m.unit.tolist(), m.sizes.tolist(), m.rhs.tolist()
+    ([1.0], [[1.0, 1.0, 1.0, 1.0, 1.0]], [4.5])
+    """
+    sizes = [int(m) for m in graph.memory]
+    cap = max(2 * sum(sizes), 1)
+    units, scaled, rhs, budgets = [], [], [], []
+    for raw in graph.budgets:
+        budget = min(int(raw), cap)  # above this, memory never binds
+        divisor = 0
+        for value in [*sizes, budget]:
+            divisor = gcd(divisor, value)
+        divisor = max(divisor, 1)
+        unit = float(divisor) if budget / divisor <= MAX_ROW_UNITS else budget / MAX_ROW_UNITS
+        units.append(unit)
+        scaled.append([m / unit for m in sizes])
+        rhs.append((budget + divisor / 2) / unit)
+        budgets.append(budget)
+    n = len(sizes)
+    return MemoryUnits(
+        np.array(units),
+        np.array(scaled, dtype=float).reshape(len(units), n),
+        np.array(rhs),
+        np.array(budgets, dtype=np.int64),
+    )
+
+
+@dataclass
+class ArrayModel:
+    """The program and where each spec variable lives in it.
+
+    ``R[d, t, i]``, ``S[d, t, i]``, ``F[d, t, e]``, ``X[src, dst, t, e]`` and ``U[d, t, k]``
+    map to column numbers; a key that is absent is fixed to 0 by the spec or by the
+    reductions above.
+    """
+
+    graph: Graph
+    memory: MemoryUnits
+    program: LinearProgram
+    R: dict = field(default_factory=dict)
+    S: dict = field(default_factory=dict)
+    F: dict = field(default_factory=dict)
+    X: dict = field(default_factory=dict)
+    U: dict = field(default_factory=dict)
+
+    @property
+    def num_variables(self) -> int:
+        return self.program.num_cols
+
+    @property
+    def num_constraints(self) -> int:
+        return self.program.num_rows
+
+
+def estimate_size(graph: Graph) -> tuple[int, int]:
+    """(columns, coefficients) of the model, counted from the graph without building it."""
+    n, num_d = graph.n, graph.num_devices
+    tri = n * (n + 1) // 2
+    late = sum(n - k for _, k in graph.edge_pairs)  # (edge, stage) pairs with k <= t
+    users = sum(len(u) for u in graph.users)
+    cols = num_d * (2 * tri + late) + num_d * max(num_d - 1, 1) * late
+    nonzeros = num_d * (8 * tri + (8 + 2 * users) * late) + 10 * num_d * max(num_d - 1, 1) * late
+    return cols, nonzeros
+
+
+class _Builder:
+    """Columns and coordinate rows, with the deadline and cancel checks of a long build."""
+
+    def __init__(self, deadline: float | None, cancel: threading.Event | None) -> None:
+        self.cost: list[float] = []
+        self.upper: list[float] = []
+        self.integer: list[bool] = []
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.row_lower: list[float] = []
+        self.row_upper: list[float] = []
+        self._deadline, self._cancel = deadline, cancel
+
+    def column(self, cost: float = 0.0, upper: float = 1.0, integer: bool = True) -> int:
+        j = len(self.cost)
+        if j % 4096 == 0:
+            self.check()
+        self.cost.append(cost)
+        self.upper.append(upper)
+        self.integer.append(integer)
+        return j
+
+    def row(self, cols: list[int], vals: list[float], lower: float, upper: float) -> None:
+        r = len(self.row_lower)
+        if r % 8192 == 0:
+            self.check()
+        self.rows.extend([r] * len(cols))
+        self.cols.extend(cols)
+        self.vals.extend(vals)
+        self.row_lower.append(lower)
+        self.row_upper.append(upper)
+
+    def check(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise BuildInterrupted("cancel")
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise BuildInterrupted("deadline")
+
+    def program(self) -> LinearProgram:
+        n = len(self.cost)
+        return LinearProgram(
+            cost=np.array(self.cost),
+            col_lower=np.zeros(n),
+            col_upper=np.array(self.upper),
+            integer=np.array(self.integer, dtype=bool),
+            rows=np.array(self.rows, dtype=np.int64),
+            cols=np.array(self.cols, dtype=np.int64),
+            vals=np.array(self.vals),
+            row_lower=np.array(self.row_lower),
+            row_upper=np.array(self.row_upper),
+        )
+
+
+INF = math.inf
+
+
+def build_array_model(
+    graph: Graph,
+    *,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+) -> ArrayModel:
+    """Build the solved formulation of XEngine's MIQP for ``graph`` under its budgets.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph, with its devices' budgets.
+    deadline : float, optional
+        A ``time.monotonic()`` instant; building stops with :class:`BuildInterrupted` past it.
+    cancel : threading.Event, optional
+        Building stops with :class:`BuildInterrupted` once it is set.
+    memory_limit : int
+        Bytes the build may take; a larger estimate raises :class:`ModelTooLarge` first.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> model = build_array_model(unit_chain(2, budget=3))
+    >>> model.num_variables > 0, len(model.R)
+    (True, 15)
+    """
+    cols, nonzeros = estimate_size(graph)
+    needed = nonzeros * BYTES_PER_NONZERO
+    if needed > memory_limit:
+        raise ModelTooLarge(
+            f"the model of '{graph.name}' ({graph.n} nodes, {graph.num_devices} devices) would "
+            f"have about {cols:,} variables and {nonzeros:,} coefficients and need about "
+            f"{needed / 2**30:.1f} GiB to build (limit {memory_limit / 2**30:.1f} GiB); "
+            "coarsen the graph (layer level instead of op level) or use fewer devices"
+        )
+    model = ArrayModel(graph, memory_units(graph), LinearProgram.__new__(LinearProgram))
+    builder = _Builder(deadline, cancel)
+    add_variables(model, builder)
+    add_frontier_constraints(model, builder)
+    add_exclusive_constraints(model, builder)
+    add_checkpoint_constraints(model, builder)
+    add_input_constraints(model, builder)
+    add_freeing_constraints(model, builder)
+    add_memory_constraints(model, builder)
+    model.program = builder.program()
+    return model
+
+
+def _fits(model: ArrayModel, d: int, k: int) -> bool:
+    """Whether node ``k`` can run on device ``d`` at all (cost defined, requirement fits)."""
+    g = model.graph
+    if math.isnan(g.cost[d, k]):
+        return False
+    need = int(g.memory[k]) + sum(int(g.memory[i]) for i in g.inputs[k])
+    return need <= int(model.memory.budgets[d])
+
+
+def add_variables(model: ArrayModel, b: _Builder) -> None:
+    """Binary ``R`` (``i <= t``) and ``S`` (``i < t``) where ``d`` can run ``i``; binary ``F``
+    per edge ``(i, k)`` with ``k <= t`` where ``d`` can hold ``i``; ``X`` in [0, 1] per link;
+    continuous ``U >= 0`` per memory row. Costs are the objective
+    ``sum C[d][i] R[d,t,i] + sum CC[e][d'->d] X[d'->d,t,e]``."""
+    g = model.graph
+    runs = [[_fits(model, d, i) for i in range(g.n)] for d in range(g.num_devices)]
+    for d in range(g.num_devices):
+        for t in range(g.n):
+            for i in range(t + 1):
+                if runs[d][i]:
+                    model.R[d, t, i] = b.column(float(g.cost[d, i]))
+                    if i < t:
+                        model.S[d, t, i] = b.column()
+            for e, (i, k) in enumerate(g.edge_pairs):
+                if k <= t and runs[d][i]:
+                    model.F[d, t, e] = b.column()
+    for t in range(g.n):
+        for e, (i, k) in enumerate(g.edge_pairs):
+            if k > t:
+                continue
+            for src in range(g.num_devices):
+                for dst in range(g.num_devices):
+                    if src == dst or not (runs[src][i] and runs[dst][k]):
+                        continue
+                    cost = float(g.transfer[e, src, dst])
+                    if math.isfinite(cost):
+                        model.X[src, dst, t, e] = b.column(cost, 1.0, integer=False)
+    for d in range(g.num_devices):
+        for t in range(g.n):
+            for k in range(t + 1):
+                if (d, t, k) in model.R:
+                    model.U[d, t, k] = b.column(upper=INF, integer=False)
+
+
+def add_frontier_constraints(model: ArrayModel, b: _Builder) -> None:
+    """``sum_d R[d,t,t] = 1``."""
+    g = model.graph
+    for t in range(g.n):
+        cols = [model.R[d, t, t] for d in range(g.num_devices) if (d, t, t) in model.R]
+        b.row(cols, [1.0] * len(cols), 1.0, 1.0)
+
+
+def add_exclusive_constraints(model: ArrayModel, b: _Builder) -> None:
+    """``R[d,t,i] + S[d,t,i] <= 1``: never recompute a resident tensor."""
+    for key, s in model.S.items():
+        b.row([model.R[key], s], [1.0, 1.0], -INF, 1.0)
+
+
+def add_checkpoint_constraints(model: ArrayModel, b: _Builder) -> None:
+    """``S[d,t+1,i] <= S[d,t,i] + R[d,t,i]``: keep only what was resident or computed."""
+    for (d, t, i), keep in model.S.items():
+        cols, vals = [keep], [1.0]
+        for family in (model.S, model.R):
+            if (d, t - 1, i) in family:
+                cols.append(family[d, t - 1, i])
+                vals.append(-1.0)
+        b.row(cols, vals, -INF, 0.0)
+
+
+def _available(model: ArrayModel, d: int, t: int, i: int) -> tuple[list[int], list[float]]:
+    """``Z[d,t,i] = R[d,t,i] + S[d,t,i]`` as columns and coefficients."""
+    cols = [family[d, t, i] for family in (model.R, model.S) if (d, t, i) in family]
+    return cols, [1.0] * len(cols)
+
+
+def add_input_constraints(model: ArrayModel, b: _Builder) -> None:
+    """``R[d,t,k] <= Z[d,t,i] + sum_{d'} X[d'->d,t,(i,k)]``; ``X[d'->d] <= Z[d',t,i]``;
+    ``X[d'->d] <= R[d,t,k]``; ``X[d'->d] <= 1 - Z[d,t,i]``."""
+    g = model.graph
+    for (d, t, k), r in model.R.items():
+        for i in g.inputs[k]:
+            e = g.edge_number[i, k]
+            cols, vals = _available(model, d, t, i)
+            copies = [model.X[s, d, t, e] for s in range(g.num_devices) if (s, d, t, e) in model.X]
+            b.row([r, *cols, *copies], [1.0] + [-1.0] * (len(cols) + len(copies)), -INF, 0.0)
+    for (src, dst, t, e), x in model.X.items():
+        i, k = g.edge_pairs[e]
+        cols, vals = _available(model, src, t, i)
+        b.row([x, *cols], [1.0] + [-1.0] * len(cols), -INF, 0.0)
+        b.row([x, model.R[dst, t, k]], [1.0, -1.0], -INF, 0.0)
+        cols, vals = _available(model, dst, t, i)
+        b.row([x, *cols], [1.0, *vals], -INF, 1.0)
+
+
+def add_freeing_constraints(model: ArrayModel, b: _Builder) -> None:
+    """``F[d,t,(i,k)] <= Z[d,t,i]``; ``<= R[d,t,k] + sum_{d'} X[d->d',t,(i,k)]``;
+    ``<= 1 - S[d,t+1,i]``; and for each later user ``j > k`` of ``i``:
+    ``<= 1 - R[d,t,j]`` and ``<= 1 - X[d->d',t,(i,j)]``."""
+    g = model.graph
+    for (d, t, e), f in model.F.items():
+        i, k = g.edge_pairs[e]
+        cols, _ = _available(model, d, t, i)
+        b.row([f, *cols], [1.0] + [-1.0] * len(cols), -INF, 0.0)
+        uses = [model.R[d, t, k]] if (d, t, k) in model.R else []
+        uses += [model.X[d, s, t, e] for s in range(g.num_devices) if (d, s, t, e) in model.X]
+        b.row([f, *uses], [1.0] + [-1.0] * len(uses), -INF, 0.0)
+        if (d, t + 1, i) in model.S:
+            b.row([f, model.S[d, t + 1, i]], [1.0, 1.0], -INF, 1.0)
+        for j in g.users[i]:
+            if not k < j <= t:
+                continue
+            later = g.edge_number[i, j]
+            if (d, t, j) in model.R:
+                b.row([f, model.R[d, t, j]], [1.0, 1.0], -INF, 1.0)
+            for s in range(g.num_devices):
+                if (d, s, t, later) in model.X:
+                    b.row([f, model.X[d, s, t, later]], [1.0, 1.0], -INF, 1.0)
+
+
+def add_memory_constraints(model: ArrayModel, b: _Builder) -> None:
+    """``U[d,t,k] = U[d,t,k'] + M_k R[d,t,k] - sum_{k' <= j < k} sum_{(i,j)} M_i F[d,t,(i,j)]``
+    (``k'`` the previous row's node; the first row starts from ``sum_i M_i S[d,t,i]``) and
+    ``U[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] <= B_d``, per device."""
+    g = model.graph
+    incoming: list[list[int]] = [[] for _ in range(g.n)]
+    for e, (_, k) in enumerate(g.edge_pairs):
+        incoming[k].append(e)
+    for d in range(g.num_devices):
+        size, rhs = model.memory.sizes[d], float(model.memory.rhs[d])
+        for t in range(g.n):
+            previous: int | None = None
+            pending_cols: list[int] = []
+            pending_vals: list[float] = []
+            for i in range(t):
+                if (d, t, i) in model.S:
+                    pending_cols.append(model.S[d, t, i])
+                    pending_vals.append(-float(size[i]))
+            for k in range(t + 1):
+                if (d, t, k) in model.U:
+                    u = model.U[d, t, k]
+                    cols = [u, model.R[d, t, k], *pending_cols]
+                    vals = [1.0, -float(size[k]), *pending_vals]
+                    if previous is not None:
+                        cols.append(previous)
+                        vals.append(-1.0)
+                    b.row(cols, vals, 0.0, 0.0)
+                    copies = [
+                        (model.X[s, d, t, e], float(size[g.edge_pairs[e][0]]))
+                        for e in incoming[k]
+                        for s in range(g.num_devices)
+                        if (s, d, t, e) in model.X
+                    ]
+                    b.row([u] + [c for c, _ in copies], [1.0] + [v for _, v in copies], -INF, rhs)
+                    previous, pending_cols, pending_vals = u, [], []
+                for e in incoming[k]:
+                    if (d, t, e) in model.F:
+                        pending_cols.append(model.F[d, t, e])
+                        pending_vals.append(float(size[g.edge_pairs[e][0]]))
