@@ -41,6 +41,7 @@ class Document(QObject):
 
     ``result`` is the schedule on display (already replayed by the simulator); ``selection`` a
     node id; ``cursor`` an index into ``result.timeline.ops`` for the step-through.
+    ``is_provisional`` says the result is a running solve's incumbent, not its answer yet.
     """
 
     graph_changed = Signal()
@@ -68,6 +69,7 @@ class Document(QObject):
         super().__init__(parent)
         self._graph: Graph | None = None
         self._result: SolveResult | None = None
+        self._provisional = False
         self._selection: str | None = None
         self._cursor: int | None = None
         self._edge: tuple[str, str] | None = None
@@ -156,11 +158,25 @@ class Document(QObject):
         """The replayed timeline of the result on display, if any."""
         return self._result.timeline if self._result is not None else None
 
-    def set_result(self, result: SolveResult | None) -> None:
-        if result is self._result:
+    @property
+    def is_provisional(self) -> bool:
+        """The result on display is an incumbent of a solve still running (not cached)."""
+        return self._provisional
+
+    def set_result(self, result: SolveResult | None, provisional: bool = False) -> None:
+        """Put ``result`` on display; ``provisional`` marks a running solve's incumbent.
+
+        A provisional result keeps the step cursor when the new incumbent still has that
+        operation, so stepping through a live solve is not reset by every improvement.
+        """
+        provisional = provisional and result is not None
+        if result is self._result and provisional == self._provisional:
             return
+        keep = self._provisional and provisional and self._cursor is not None
         self._result = result
-        self._cursor = None
+        self._provisional = provisional
+        ops = result.timeline.ops if result is not None and result.timeline is not None else ()
+        self._cursor = self._cursor if keep and self._cursor < len(ops) else None
         self.result_changed.emit()
         self.cursor_changed.emit()
 

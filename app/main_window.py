@@ -225,8 +225,9 @@ class MainWindow(QMainWindow):
             self.docks["inspector"].raise_()
 
     def _on_document_edit_refused(self, message: str) -> None:
-        self._show_message(f"Edit refused: {message}")
-        ErrorDialog.show_error(self, "This edit was refused", message)
+        # Not a modal dialog: the edit simply did not happen, and the inspector repeats the
+        # reason inline next to the field (a dialog per refused keystroke was a chore).
+        self.statusBar().showMessage(f"Edit refused: {message}", 2 * STATUS_TIMEOUT_MS)
 
     def _on_document_result_changed(self) -> None:
         result: SolveResult | None = self.document.result
@@ -237,6 +238,10 @@ class MainWindow(QMainWindow):
             self.result_label.setText("")
             return
         method = result.method + (f", {result.backend}" if result.backend else "")
+        if self.document.is_provisional:
+            best = status_text(result).split(" \u00b7 ")[1]
+            self.result_label.setText(f"Solving\u2026 best so far {best} (provisional)")
+            return
         self.result_label.setText(f"{status_text(result)} ({method})")
         if not result.ok and result.message:
             self._show_message(f"No schedule: {result.message}")

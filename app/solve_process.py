@@ -24,14 +24,24 @@ import multiprocessing.connection
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import partial
 
 from solver.graph import Graph
 from solver.methods import solve
+from solver.schedule import Schedule
+from solver.simulate import Timeline, simulate
 from solver.solve import SolveOptions, SolveResult
 from solver.status import Progress
 
-__all__ = ["Job", "SolveProcessError", "run_in_process", "solve_in_process"]
+__all__ = [
+    "Job",
+    "ProvisionalSchedule",
+    "SolveProcessError",
+    "run_in_process",
+    "solve_in_process",
+    "solve_reporting_incumbents",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +53,47 @@ _context: multiprocessing.context.BaseContext | None = None
 
 Job = Callable[[Callable[[object], None], threading.Event], object]
 """``job(report, cancel)``: picklable, run in the child (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class ProvisionalSchedule:
+    """An incumbent found during a solve, replayed: drawn as provisional until the solve ends.
+
+    ``objective`` is the incumbent's cost as the solver reported it (ms); ``timeline`` is the
+    simulator's replay of ``schedule``, made in the child process.
+    """
+
+    elapsed_s: float
+    objective: float | None
+    schedule: Schedule
+    timeline: Timeline
+
+
+def solve_reporting_incumbents(
+    graph: Graph,
+    method: str,
+    options: SolveOptions,
+    report: Callable[[object], None],
+    cancel: threading.Event | None = None,
+) -> SolveResult:
+    """``solver.methods.solve`` whose reports carry incumbents as :class:`ProvisionalSchedule`.
+
+    A ``Progress`` with a ``schedule`` is reported without it (the schedule is not sent twice),
+    followed by the replayed :class:`ProvisionalSchedule`; a schedule that does not replay
+    validly is dropped (the final result is checked again anyway). Runs in the child.
+    """
+
+    def relay(progress: Progress) -> None:
+        schedule = getattr(progress, "schedule", None)
+        if schedule is None:
+            report(progress)
+            return
+        report(replace(progress, schedule=None))
+        timeline = simulate(graph, schedule)
+        if timeline.valid:
+            report(ProvisionalSchedule(progress.elapsed_s, progress.incumbent, schedule, timeline))
+
+    return solve(graph, method, options, relay, cancel)
 
 
 class SolveProcessError(RuntimeError):
@@ -72,10 +123,12 @@ def solve_in_process(
 ) -> SolveResult:
     """``solver.methods.solve`` in a child process (see :func:`run_in_process`).
 
-    ``on_progress`` gets every :class:`Progress` report; setting ``cancel`` stops the solve, and
-    the result (status CANCELLED, incumbent kept) still comes back.
+    ``on_progress`` gets every :class:`Progress` report and, for each new incumbent, a
+    :class:`ProvisionalSchedule`; setting ``cancel`` stops the solve, and the result (status
+    CANCELLED, incumbent kept) still comes back.
     """
-    return run_in_process(partial(solve, graph, method, options), on_progress, cancel)
+    job = partial(solve_reporting_incumbents, graph, method, options)
+    return run_in_process(job, on_progress, cancel)
 
 
 def run_in_process(

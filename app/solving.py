@@ -4,8 +4,11 @@ The controller turns "Solve" into a :class:`~app.workers.SolveRequest` snapshot,
 :class:`~app.workers.SolveWorker`, batches its progress reports and hands them out at most ten
 times a second (CBC prints thousands of lines; the GUI must not redraw per line). A result is
 cached under the request's key; only the current request's result is put on display, so an
-older solve that finishes late never overwrites a newer one. With auto-solve on, a budget change
-that settles (no change for ``AUTO_SOLVE_DELAY_MS``) shows the cached result or starts a solve.
+older solve that finishes late never overwrites a newer one. While a solve runs, each new
+incumbent schedule (replayed in the child) is put on display as *provisional*, the latest one
+per flush, so a long solve shows its best schedule so far; the final result replaces it. With
+auto-solve on, a budget change that settles (no change for ``AUTO_SOLVE_DELAY_MS``) shows the
+cached result or starts a solve.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import logging
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.document import Document
+from app.solve_process import ProvisionalSchedule
 from app.workers import ProcessWorker, SolveRequest, SolveWorker
 from solver.solve import SolveOptions, SolveResult
-from solver.status import Progress
+from solver.status import Progress, SolveStatus
 
 __all__ = ["SolveController", "format_objective"]
 
@@ -59,6 +63,7 @@ class SolveController(QObject):
         self._ids = itertools.count(1)
         self._current: SolveWorker | None = None
         self._pending: list[Progress] = []
+        self._provisional: ProvisionalSchedule | None = None
         self._closed = False
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
@@ -74,6 +79,11 @@ class SolveController(QObject):
     @property
     def is_running(self) -> bool:
         return self._current is not None
+
+    @property
+    def current_worker(self) -> SolveWorker | None:
+        """The worker of the solve on display, if one runs."""
+        return self._current
 
     @property
     def current_request(self) -> SolveRequest | None:
@@ -113,6 +123,7 @@ class SolveController(QObject):
         worker.signals.failed.connect(lambda m, w=worker: self._on_worker_failed(w, m))
         self._current = worker
         self._pending = []
+        self._provisional = None
         worker.start()
         logger.info("solve %d started: %s", request.request_id, request.method)
         self._flush_timer.start()
@@ -144,9 +155,13 @@ class SolveController(QObject):
             self.running_changed.emit(False)
 
     # ----- worker -> GUI ------------------------------------------------------------------------
-    def _on_worker_progress(self, worker: SolveWorker, progress: Progress) -> None:
-        if worker is self._current and not self._closed:
-            self._pending.append(progress)
+    def _on_worker_progress(self, worker: SolveWorker, item: object) -> None:
+        if worker is not self._current or self._closed:
+            return
+        if isinstance(item, ProvisionalSchedule):
+            self._provisional = item  # only the latest is worth drawing
+        else:
+            self._pending.append(item)
 
     def _on_worker_finished(self, worker: SolveWorker, result: SolveResult) -> None:
         if self._closed:
@@ -155,6 +170,7 @@ class SolveController(QObject):
             self._document.cache_result(worker.request.key, result)
         if worker is not self._current:
             return
+        self._provisional = None  # the final result replaces it
         self._on_flush_timer_timeout()
         self._current = None
         self._flush_timer.stop()
@@ -171,6 +187,9 @@ class SolveController(QObject):
             return
         self._current = None
         self._flush_timer.stop()
+        self._provisional = None
+        if self._document.is_provisional:
+            self._document.set_result(None)  # the solve never confirmed it
         self.failed.emit(message)
         self.running_changed.emit(False)
 
@@ -178,6 +197,24 @@ class SolveController(QObject):
         if self._pending:
             batch, self._pending = self._pending, []
             self.progressed.emit(batch)
+        if self._provisional is not None and self._current is not None:
+            found, self._provisional = self._provisional, None
+            request = self._current.request
+            if request.key != self._document.result_key():
+                return  # the budgets or the graph moved on since the solve started
+            self._document.set_result(
+                SolveResult(
+                    request.method,
+                    SolveStatus.FEASIBLE,
+                    found.schedule,
+                    found.timeline,
+                    found.objective if found.objective is not None else found.timeline.total_ms,
+                    seconds=found.elapsed_s,
+                    backend=request.options.backend,
+                    message="provisional: the best schedule found so far; the solve goes on",
+                ),
+                provisional=True,
+            )
 
     # ----- cached results and auto-solve ----------------------------------------------------
     def _on_document_setting_changed(self) -> None:

@@ -20,9 +20,8 @@ from typing import ClassVar
 
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal, Slot
 
-from app.solve_process import Job, SolveProcessError, run_in_process
+from app.solve_process import Job, SolveProcessError, run_in_process, solve_reporting_incumbents
 from solver.graph import Graph
-from solver.methods import solve
 from solver.solve import SolveOptions
 
 __all__ = ["SolveRequest", "WorkerSignals", "ProcessWorker", "SolveWorker"]
@@ -133,9 +132,13 @@ class ProcessWorker(QRunnable):
 
 
 class SolveWorker(ProcessWorker):
-    """Run ``solver.methods.solve`` for one request; ``finished`` carries its ``SolveResult``."""
+    """Run ``solver.methods.solve`` for one request; ``finished`` carries its ``SolveResult``.
+
+    ``progress`` carries the solve's ``Progress`` reports and, for each new incumbent, a
+    :class:`~app.solve_process.ProvisionalSchedule` already replayed in the child.
+    """
 
     def __init__(self, request: SolveRequest):
-        job = partial(solve, request.graph, request.method, request.options)
+        job = partial(solve_reporting_incumbents, request.graph, request.method, request.options)
         super().__init__(job, f"solve {request.request_id}")
         self.request = request

@@ -13,7 +13,7 @@ import html
 import math
 
 from PySide6.QtCore import QSignalBlocker, Qt
-from PySide6.QtGui import QDoubleValidator
+from PySide6.QtGui import QDoubleValidator, QValidator
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -43,9 +43,20 @@ from solver.units import format_ms, format_size
 __all__ = ["InspectorPanel"]
 
 
+class _OptionalMsValidator(QDoubleValidator):
+    """Milliseconds, or nothing. QDoubleValidator calls an empty field "intermediate", and
+    QLineEdit then never emits ``editingFinished`` for it: clearing a cost would show "cannot
+    run" while the graph kept the old cost. Here empty is a value (no cost, no override)."""
+
+    def validate(self, text: str, pos: int):
+        if not text.strip():
+            return QValidator.State.Acceptable, text, pos
+        return super().validate(text, pos)
+
+
 def _ms_edit() -> QLineEdit:
     edit = QLineEdit()
-    validator = QDoubleValidator(0.0, 1e12, 6)
+    validator = _OptionalMsValidator(0.0, 1e12, 6, edit)
     validator.setNotation(QDoubleValidator.Notation.StandardNotation)
     edit.setValidator(validator)
     return edit
@@ -287,12 +298,33 @@ class InspectorPanel(QScrollArea):
         self.stack = QStackedWidget()
         for page in (self.graph_page, self.node_page, self.edge_page):
             self.stack.addWidget(page)
-        self.setWidget(self.stack)
+        self.notice = QLabel()
+        """The last refused edit's reason, inline (cleared when the selection changes)."""
+        self.notice.setWordWrap(True)
+        self.notice.setTextFormat(Qt.TextFormat.PlainText)
+        self.notice.setStyleSheet("color: #d62728; padding: 4px;")
+        self.notice.hide()
+        body = QWidget()
+        column = QVBoxLayout(body)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.notice)
+        column.addWidget(self.stack, 1)
+        self.setWidget(body)
+        document.edit_refused.connect(self._on_document_edit_refused)
+        document.selection_changed.connect(self._on_document_selection_moved)
+        document.edge_selection_changed.connect(self._on_document_selection_moved)
         document.graph_changed.connect(self._on_document_changed)
         document.budgets_changed.connect(self._on_document_changed)
         document.selection_changed.connect(self._on_document_changed)
         document.edge_selection_changed.connect(self._on_document_changed)
         self._on_document_changed()
+
+    def _on_document_edit_refused(self, message: str) -> None:
+        self.notice.setText(f"Not changed: {message}")
+        self.notice.show()
+
+    def _on_document_selection_moved(self) -> None:
+        self.notice.hide()
 
     def _on_document_changed(self) -> None:
         graph = self._document.graph

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import QEvent, QSignalBlocker, Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -114,17 +114,19 @@ class SolverPanel(QWidget):
         self.plot.setMinimumHeight(110)
         self.plot.setMaximumHeight(170)
         item = self.plot.getPlotItem()
-        item.setLabel("bottom", "time (s)")
-        item.setLabel("left", "ms")
+        item.setLabel("bottom", "solve time (s)")
+        item.setLabel("left", "schedule (ms)")
+        for side in ("bottom", "left"):
+            # no "(x0.001)" scale suffix: the label says the unit and the ticks are plain numbers
+            item.getAxis(side).enableAutoSIPrefix(False)
         item.showGrid(x=True, y=True, alpha=0.25)
-        item.addLegend(offset=(-6, 6), labelTextSize="8pt")
         colors = colors_for(self)
-        self.incumbent_curve = item.plot(
-            [], [], pen=colors.pen(colors.kinds["forward"], 2), name="incumbent"
-        )
-        self.bound_curve = item.plot(
-            [], [], pen=colors.pen(colors.muted, 1.5, dashed=True), name="bound"
-        )
+        self.incumbent_curve = item.plot([], [], pen=colors.pen(colors.kinds["forward"], 2))
+        self.bound_curve = item.plot([], [], pen=colors.pen(colors.muted, 1.5, dashed=True))
+        # the legend sits above the plot, never over the curves it explains
+        self.plot_legend = QLabel()
+        self.plot_legend.setTextFormat(Qt.TextFormat.RichText)
+        self._restyle_legend()
         self.log = QPlainTextEdit(readOnly=True)
         self.log.setMaximumBlockCount(LOG_MAX_LINES)
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -150,6 +152,7 @@ class SolverPanel(QWidget):
         summary.addWidget(self.objective_label, 1)
         layout.addLayout(summary)
         layout.addWidget(self.status_label)
+        layout.addWidget(self.plot_legend)
         layout.addWidget(self.plot)
         layout.addWidget(self.log, 1)
         self.method_box.activated.connect(self._on_widgets_changed)
@@ -159,6 +162,31 @@ class SolverPanel(QWidget):
         self.auto_box.toggled.connect(self._on_widgets_changed)
         self.solve_button.clicked.connect(self.request_solve)
         self.cancel_button.clicked.connect(self._controller.cancel)
+
+    def _restyle_legend(self) -> None:
+        colors = colors_for(self)
+        self.plot_legend.setText(
+            f"<span style='color:{colors.kinds['forward']}'>━</span>&nbsp;incumbent "
+            f"(best schedule so far) &nbsp; <span style='color:{colors.muted}'>┄</span>"
+            "&nbsp;bound (nothing faster exists)"
+        )
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._restyle_legend()
+
+    def clear_progress(self) -> None:
+        """Empty the live plot and the log (a new solve, or a different graph)."""
+        self._times, self._incumbents, self._bounds = [], [], []
+        self.incumbent_curve.setData([], [])
+        self.bound_curve.setData([], [])
+        self.log.clear()
+
+    @property
+    def curve_points(self) -> int:
+        """How many progress points the live plot holds."""
+        return len(self._times)
 
     # ----- widgets -> document -----------------------------------------------------------------
     def _on_widgets_changed(self, *_: object) -> None:
@@ -183,6 +211,8 @@ class SolverPanel(QWidget):
 
     # ----- document -> widgets -----------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:
+        if not self._controller.is_running:
+            self.clear_progress()  # the last solve's curve and log were about another graph
         with QSignalBlocker(self.method_box):
             self.method_box.clear()
             for label, name in method_choices(self._document.graph):
@@ -233,10 +263,7 @@ class SolverPanel(QWidget):
 
     # ----- controller -> widgets ---------------------------------------------------------------
     def _on_controller_started(self, request: SolveRequest) -> None:
-        self._times, self._incumbents, self._bounds = [], [], []
-        self.incumbent_curve.setData([], [])
-        self.bound_curve.setData([], [])
-        self.log.clear()
+        self.clear_progress()
         self.objective_label.setText(format_objective(None))
         self._show_status(f"Solving with {html.escape(request.method)}\u2026")
 

@@ -117,6 +117,11 @@ class ComparisonView(QWidget):
         return self._task is not None
 
     @property
+    def status_text(self) -> str:
+        """The status line next to the buttons (rich text)."""
+        return self._status.text()
+
+    @property
     def comparison(self) -> Comparison:
         """The results so far, in row order."""
         return Comparison(tuple(self._results))
@@ -266,10 +271,13 @@ class ComparisonView(QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _go_stale(self, message: str) -> None:
+        """Drop the results; say why only if there was something to drop (not on a fresh
+        window or a freshly opened graph, where nothing had been compared yet)."""
+        had_something = bool(self._results) or self._task is not None
         self.cancel()
         self._results = []
         self._methods = []
-        self._status.setText(message)
+        self._status.setText(message if had_something else "")
         self._redraw()
 
     def _solve_options(self) -> SolveOptions:

@@ -76,6 +76,8 @@ class GanttView(QWidget):
         self._is_link = np.zeros(0, dtype=bool)
         self._bars: list[tuple[np.ndarray, np.ndarray, list[Bar]]] = []
         self._reasons: dict[int, str] = {}
+        self._showing_provisional = False
+        self._full_range: tuple[float, float] | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
@@ -90,6 +92,11 @@ class GanttView(QWidget):
     def plot(self) -> pg.PlotItem:
         """The plot, for x-linking other views to it."""
         return self._plot
+
+    @property
+    def summary_text(self) -> str:
+        """The one-line summary above the chart (rich text)."""
+        return self._header.text()
 
     @property
     def lanes(self) -> tuple[str, ...]:
@@ -124,6 +131,7 @@ class GanttView(QWidget):
         end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
         self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
         self._plot.setYRange(-0.6, max(len(self._lanes), 1) - 0.4, padding=0.0)
+        self._full_range = tuple(self._plot.getViewBox().viewRange()[0])
 
     # ----- building -----------------------------------------------------------------------
     def _build_items(self) -> None:
@@ -210,8 +218,18 @@ class GanttView(QWidget):
 
     def _on_document_result_changed(self) -> None:
         self._reasons.clear()
+        # a provisional incumbent replacing another keeps a zoom the user chose; anything else
+        # (a new answer, a new graph, an unzoomed view) starts from the whole schedule
+        (x0, x1), _ = self._plot.getViewBox().viewRange()
+        zoomed = self._full_range is not None and (
+            abs(x0 - self._full_range[0]) + abs(x1 - self._full_range[1])
+            > 1e-6 * max(abs(self._full_range[1]), 1.0)
+        )
+        keep_view = self._document.is_provisional and self._showing_provisional and zoomed
+        self._showing_provisional = self._document.is_provisional
         self._redraw()
-        self.reset_view()
+        if not keep_view:
+            self.reset_view()
 
     def _on_document_selection_changed(self) -> None:
         self._redraw_selection()
@@ -270,7 +288,10 @@ class GanttView(QWidget):
         self._plot.setLimits(
             xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(self._lanes), 1) - 0.3
         )
-        self._header.setText(summary_html(self._document.result, colors_for(self)))
+        document = self._document
+        self._header.setText(
+            summary_html(document.result, colors_for(self), document.is_provisional)
+        )
         self._header.setToolTip(self._header.text())
         self._redraw_selection()
         self._redraw_cursor()

@@ -12,12 +12,22 @@ from solver.units import format_ms, format_size
 __all__ = ["summary_html", "op_tooltip", "transfer_tooltip"]
 
 
-def summary_html(result: SolveResult | None, colors: Colors) -> str:
-    """Method, total time and where it goes: compute, transfers, recomputations."""
+def summary_html(result: SolveResult | None, colors: Colors, provisional: bool = False) -> str:
+    """Method, total time and where it goes: compute, transfers, recomputations.
+
+    A ``provisional`` result (a running solve's incumbent) says so first, in the cursor colour,
+    so that nobody mistakes the best-so-far for the answer.
+    """
     timeline = result.timeline if result is not None else None
     if result is None or timeline is None:
         return "<i>No schedule yet: solve the graph to see its timeline here.</i>"
-    parts = [
+    parts = []
+    if provisional:
+        parts.append(
+            f'<span style="color:{colors.cursor}"><b>provisional</b>: best found after '
+            f"{result.seconds:.1f} s, still solving</span>"
+        )
+    parts += [
         f"<b>{html.escape(result.method)}</b>",
         f"<b>{format_ms(timeline.total_ms)}</b> total",
         f"compute {format_ms(timeline.compute_ms)}",

@@ -57,6 +57,7 @@ def configure_plot(plot: pg.PlotItem, colors: Colors, x_label: str | None = "tim
         axis.setPen(colors.foreground)
         axis.setTextPen(colors.foreground)
         axis.setZValue(-150)  # it draws the grid: below the view box (z -100), behind the data
+        axis.enableAutoSIPrefix(False)  # labels carry their unit; no "(x0.001)" suffix
     if x_label:
         plot.setLabel("bottom", x_label)
     plot.getViewBox().setDefaultPadding(0.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 
 @pytest.fixture
@@ -57,8 +58,10 @@ def test_inspector_refuses_a_duplicate_or_empty_node_id(qtbot, window, dialogs, 
         _commit(qtbot, doc.edit_refused, page.id_edit, text)
     assert doc.graph is graph and doc.undo_stack.count() == count
     assert page.id_edit.text() == "fc3" and doc.selection == "fc3"
-    ((title, shown),) = dialogs.errors
-    assert f"node 'fc3': {message}" in shown
+    assert not dialogs.errors  # inline and in the status bar, never a modal dialog
+    assert f"node 'fc3': {message}" in window.statusBar().currentMessage()
+    assert window.inspector.notice.isVisibleTo(window.inspector)
+    assert f"node 'fc3': {message}" in window.inspector.notice.text()
 
 
 def test_inspector_renames_the_graph_undoably(qtbot, window, dialogs):
@@ -78,5 +81,44 @@ def test_inspector_renames_the_graph_undoably(qtbot, window, dialogs):
     with qtbot.assertNotEmitted(doc.graph_changed):
         _commit(qtbot, doc.edit_refused, page.name_edit, " ")
     assert doc.graph.name == "chain" and page.name_edit.text() == "chain"
-    ((title, shown),) = dialogs.errors
-    assert "empty graph name" in shown
+    assert not dialogs.errors
+    assert "empty graph name" in window.inspector.notice.text()
+
+
+def test_inspector_clearing_a_cost_removes_it_from_the_graph(qtbot, window, dialogs):
+    """An empty cost field means "cannot run there": the graph must agree with the screen."""
+    doc, page = window.document, window.inspector.node_page
+    window.graph_view.click_node("fc3")
+    assert set(doc.graph.node("fc3").cost) == {"cpu", "gpu"}
+    edit = page.cost_edits["cpu"]
+    edit.setFocus()
+    edit.selectAll()
+    with qtbot.waitSignal(doc.graph_changed, timeout=5_000):
+        qtbot.keyClick(edit, Qt.Key.Key_Delete)  # the field is now empty...
+        qtbot.keyClick(edit, Qt.Key.Key_Return)  # ...and Return commits it
+    assert dict(doc.graph.node("fc3").cost) == {"gpu": pytest.approx(page_cost(doc, "gpu"))}
+    assert "cpu" not in doc.graph.node("fc3").cost
+    assert edit.text() == "" and edit.placeholderText() == "cannot run"
+    assert doc.undo_stack.undoText().startswith("Set ")
+    assert not dialogs.errors
+
+
+def test_inspector_refuses_clearing_the_last_cost_inline(qtbot, window, dialogs):
+    doc, page = window.document, window.inspector.node_page
+    window.graph_view.click_node("fc3")
+    gpu_cost = doc.graph.node("fc3").cost["gpu"]
+    with qtbot.waitSignal(doc.graph_changed, timeout=5_000):
+        page.cost_edits["cpu"].setText("")
+        page.cost_edits["cpu"].editingFinished.emit()
+    graph = doc.graph
+    with qtbot.waitSignal(doc.edit_refused, timeout=5_000) as refused:
+        page.cost_edits["gpu"].setText("")
+        page.cost_edits["gpu"].editingFinished.emit()
+    assert doc.graph is graph and doc.graph.node("fc3").cost == {"gpu": gpu_cost}
+    assert page.cost_edits["gpu"].text() == f"{gpu_cost:g}"  # the screen shows what is in force
+    assert window.inspector.notice.text() == f"Not changed: {refused.args[0]}"
+    assert not dialogs.errors
+
+
+def page_cost(doc, device: str) -> float:
+    return doc.graph.node("fc3").cost[device]
