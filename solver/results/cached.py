@@ -1,0 +1,84 @@
+"""Solve through the result store: look up first, solve only when needed, store what finished.
+
+This is the one place where "stored or solved" is decided, for the CLI, the sweep workers and
+the GUI alike (spec/formats.md ``--no-store``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from solver.graph import Graph
+from solver.methods import solve
+from solver.results.store import ResultStore, StoredResult
+from solver.solve import ProgressCallback, SolveOptions, SolveResult
+
+__all__ = ["CachedSolve", "solve_cached", "stored_answer"]
+
+
+@dataclass(frozen=True)
+class CachedSolve:
+    """A result and where it came from.
+
+    ``from_store`` is true when the stored result answered the solve; ``stored_note`` says
+    when a stored result fell short (a shorter time limit) and was solved again, else it is
+    empty.
+    """
+
+    result: SolveResult
+    from_store: bool = False
+    stored_note: str = ""
+
+
+def solve_cached(
+    graph: Graph,
+    method: str,
+    options: SolveOptions,
+    store: ResultStore | None,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    on_stored: Callable[[StoredResult], None] | None = None,
+) -> CachedSolve:
+    """``solver.methods.solve`` with the store in front (``store=None``: no store).
+
+    A stored result that is final or ran under at least ``options.time_limit_s`` is returned
+    as it is. A shorter-limit one is handed to ``on_stored`` (so a caller can show it at once)
+    and the graph is solved again; the better of the two is stored. A store that fails only
+    logs a warning: the solve's result is always returned.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from solver.generators import unit_chain
+    >>> store = ResultStore(pathlib.Path(tempfile.mkdtemp()) / "r.sqlite3")
+    >>> graph = unit_chain(3, budget=5)
+    >>> first = solve_cached(graph, "checkpoint-all", SolveOptions(), store)
+    >>> again = solve_cached(graph, "checkpoint-all", SolveOptions(), store)
+    >>> first.from_store, again.from_store, again.result.timeline.total_ms
+    (False, True, 7.0)
+    """
+    note = ""
+    if store is not None:
+        stored = store.lookup(graph, method, options)
+        if stored is not None and stored.reusable_for(options.time_limit_s):
+            return CachedSolve(stored.result, from_store=True)
+        if stored is not None:
+            note = stored.note(options.time_limit_s)
+            if on_stored is not None:
+                on_stored(stored)
+    result = solve(graph, method, options, on_progress, cancel)
+    if store is not None:
+        store.put(graph, method, options, result)
+    return CachedSolve(result, stored_note=note)
+
+
+def stored_answer(
+    graph: Graph, method: str, options: SolveOptions, store: ResultStore | None
+) -> tuple[StoredResult | None, bool]:
+    """The stored result (if any) and whether it answers the solve without solving again."""
+    if store is None:
+        return None, False
+    stored = store.lookup(graph, method, options)
+    return stored, stored is not None and stored.reusable_for(options.time_limit_s)

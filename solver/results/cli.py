@@ -1,0 +1,152 @@
+"""``main.py results list|show|export|prune``: see and manage the result store.
+
+``list`` prints one line per stored solve (newest first), ``show ID`` one row in full (``-o``
+writes its schedule file), ``export -o FILE`` every row as CSV or JSON (by the file's suffix;
+JSON keeps the schedules), and ``prune`` deletes rows by age or method (``--all`` for all).
+``--store PATH`` picks the database (default: ``$XENGINE_STORE`` or the user's data directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import io
+import json
+import sys
+from pathlib import Path
+
+from solver.errors import XEngineError
+from solver.formats import atomic_write_text
+from solver.results.store import ResultStore, StoredRow, default_store_path
+from solver.units import format_ms, format_size
+
+__all__ = ["add_results_parser", "cmd_results"]
+
+EXPORT_FIELDS = (
+    "id", "created", "graph_name", "graph_hash", "budgets", "method", "backend", "gap_rel",
+    "time_limit_s", "threads", "status", "objective", "bound", "gap", "total_ms", "seconds",
+    "build_seconds", "variables", "constraints", "message",
+)  # fmt: skip
+
+
+def add_results_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``results`` command and its four actions to ``main.py``'s parser."""
+    parser = sub.add_parser("results", help="see and manage the result store")
+    parser.add_argument("--store", metavar="PATH", help="the database (default: see --help)")
+    actions = parser.add_subparsers(dest="action", required=True)
+    list_p = actions.add_parser("list", help="stored solves, newest first")
+    list_p.add_argument("--graph", help="only this graph (a file or bundled name)")
+    list_p.add_argument("--method", help="only this method, e.g. xengine or checkmate:gpu")
+    show_p = actions.add_parser("show", help="one stored solve in full")
+    show_p.add_argument("id", type=int)
+    show_p.add_argument("-o", "--output", help="write its schedule JSON here")
+    show_p.add_argument("--json", action="store_true", help="print one JSON object")
+    export_p = actions.add_parser("export", help="every row as CSV or JSON (by suffix)")
+    export_p.add_argument("-o", "--output", required=True, help="a .csv or .json file")
+    prune_p = actions.add_parser("prune", help="delete stored solves")
+    prune_p.add_argument("--older-than", type=float, metavar="DAYS")
+    prune_p.add_argument("--method")
+    prune_p.add_argument("--all", action="store_true", help="delete every row")
+    parser.set_defaults(run=cmd_results)
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    """Run ``results ACTION``; the exit status (2 for bad usage, 1 for an unknown id)."""
+    path = Path(args.store) if args.store else default_store_path()
+    if path is None:
+        raise XEngineError("the result store is off (XENGINE_STORE=off); pass --store PATH")
+    store = ResultStore(path)
+    if args.action == "list":
+        return _list(store, args)
+    if args.action == "show":
+        return _show(store, args)
+    if args.action == "export":
+        return _export(store, args)
+    return _prune(store, args)
+
+
+def _list(store: ResultStore, args: argparse.Namespace) -> int:
+    graph_hash = None
+    if args.graph:
+        from solver.cli import resolve_graph_path
+        from solver.formats import load_graph
+        from solver.results.key import graph_hash as content_hash
+
+        graph_hash = content_hash(load_graph(resolve_graph_path(args.graph)))
+    rows = store.rows(graph_hash, args.method)
+    print(
+        f"{'id':>5}  {'stored':<16} {'graph':<20} {'method':<18} {'budgets':<26} "
+        f"{'status':<10} {'time':>10} {'limit':>7}"
+    )
+    for row in rows:
+        limit = "any" if row.final else f"{row.time_limit_s:g} s"
+        total = format_ms(row.total_ms) if row.total_ms is not None else "-"
+        print(
+            f"{row.id:>5}  {_when(row.created):<16} {row.graph_name[:20]:<20} "
+            f"{row.method[:18]:<18} {_budgets(row)[:26]:<26} {row.status:<10} {total:>10} "
+            f"{limit:>7}"
+        )
+    print(f"{len(rows)} stored solves in {store.path}", file=sys.stderr)
+    return 1 if store.problem else 0
+
+
+def _show(store: ResultStore, args: argparse.Namespace) -> int:
+    row = store.row(args.id)
+    if row is None:
+        print(f"error: no stored solve with id {args.id}; see 'results list'", file=sys.stderr)
+        return 1
+    if args.output:
+        if row.schedule is None:
+            print(f"error: solve {row.id} has no schedule ({row.status})", file=sys.stderr)
+            return 1
+        atomic_write_text(args.output, json.dumps(json.loads(row.schedule), indent=1) + "\n")
+    if args.json:
+        print(json.dumps(row.to_dict(with_schedule=False), indent=1))
+        return 0
+    for name in EXPORT_FIELDS:
+        value = getattr(row, name)
+        if name == "created":
+            value = _when(value)
+        elif name == "budgets":
+            value = _budgets(row)
+        print(f"{name:<14} {value}")
+    print(f"{'reusable':<14} {'for any time limit' if row.final else 'up to its limit'}")
+    if args.output:
+        print(f"schedule       written to {args.output}")
+    return 0
+
+
+def _export(store: ResultStore, args: argparse.Namespace) -> int:
+    rows = store.rows()
+    if str(args.output).lower().endswith(".json"):
+        text = json.dumps([row.to_dict() for row in rows], indent=1) + "\n"
+    else:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(EXPORT_FIELDS)
+        for row in rows:
+            data = row.to_dict(with_schedule=False)
+            data["budgets"] = json.dumps(row.budgets)
+            writer.writerow(["" if data[f] is None else data[f] for f in EXPORT_FIELDS])
+        text = buffer.getvalue()
+    atomic_write_text(args.output, text)
+    print(f"{len(rows)} stored solves written to {args.output}", file=sys.stderr)
+    return 1 if store.problem else 0
+
+
+def _prune(store: ResultStore, args: argparse.Namespace) -> int:
+    if args.older_than is None and args.method is None and not args.all:
+        raise XEngineError("results prune: say what to delete: --older-than DAYS, --method, --all")
+    older = args.older_than * 86400.0 if args.older_than is not None else None
+    count = store.prune(older, args.method, everything=args.all)
+    print(f"deleted {count} stored solves from {store.path}")
+    return 1 if store.problem else 0
+
+
+def _when(created: float) -> str:
+    return datetime.datetime.fromtimestamp(created).strftime("%Y-%m-%d %H:%M")
+
+
+def _budgets(row: StoredRow) -> str:
+    return ", ".join(f"{d} {format_size(b)}" for d, b in row.budgets.items())

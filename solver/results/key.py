@@ -1,0 +1,126 @@
+"""What a stored result was solved for: a content hash of the graph and the solve settings.
+
+Two solves share a key exactly when they must give the same answer given enough time: same
+nodes (in schedule order, with their output sizes, per-device costs and kinds), same edges and
+transfer overrides, same devices (fixed memory) and links, same budgets, same method, and for
+the MIQP methods the same backend, relative gap and warm start. The graph's name, notes and
+meta, node ops and roofline inputs (costs are already resolved from them) do not change the
+answer and are left out, so a renamed or re-saved graph still finds its results. Time limit
+and threads are not part of the key: they decide how good an answer is, and are stored beside
+it (:mod:`solver.results.store` compares the limit on lookup).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from solver.graph import Graph
+from solver.solve import SolveOptions
+
+__all__ = [
+    "DETERMINISTIC_METHODS",
+    "ResultKey",
+    "graph_hash",
+    "result_key",
+    "is_deterministic",
+]
+
+DETERMINISTIC_METHODS = ("greedy", "checkpoint-all", "chen-sqrtn", "chen-greedy")
+"""Heuristics whose answer depends on the graph and budgets only (no backend, no limit)."""
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """The identity of a solve: ``digest`` is the lookup key, the rest is kept for people."""
+
+    digest: str
+    graph_hash: str
+    budgets: tuple[tuple[str, int], ...]
+    method: str
+    backend: str
+    gap_rel: float | None
+
+
+def is_deterministic(method: str) -> bool:
+    """Whether ``method`` (``name[:device]``) gives the same answer under any limit.
+
+    Examples
+    --------
+    >>> is_deterministic("chen-sqrtn:gpu"), is_deterministic("checkmate:gpu")
+    (True, False)
+    """
+    return method.partition(":")[0] in DETERMINISTIC_METHODS
+
+
+def graph_hash(graph: Graph) -> str:
+    """SHA-256 of everything in ``graph`` but the budgets that changes a schedule's answer.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> graph_hash(unit_chain(3)) == graph_hash(unit_chain(3, budget=5))
+    True
+    >>> graph_hash(unit_chain(3)) == graph_hash(unit_chain(4))
+    False
+    """
+    return _digest(_graph_content(graph))
+
+
+def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
+    """The key of solving ``graph`` (with its current budgets) by ``method`` under ``options``.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> a = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(time_limit_s=5))
+    >>> b = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(time_limit_s=60))
+    >>> c = result_key(unit_chain(3, budget=5), "xengine", SolveOptions())
+    >>> a == b, a.digest == c.digest
+    (True, False)
+    """
+    structure = graph_hash(graph)
+    budgets = tuple((d.name, int(d.memory)) for d in graph.devices)
+    if is_deterministic(method):
+        backend, gap = "", None
+        warm = None
+    else:
+        backend, gap, warm = options.backend, float(options.gap_rel), bool(options.warm_start)
+    content = {
+        "graph": structure,
+        "budgets": budgets,
+        "method": method,
+        "backend": backend,
+        "gap_rel": gap,
+        "warm_start": warm,
+    }
+    return ResultKey(_digest(content), structure, budgets, method, backend, gap)
+
+
+def _graph_content(graph: Graph) -> dict[str, Any]:
+    nodes = [
+        [
+            node.id,
+            int(node.memory),
+            sorted((device, float(ms)) for device, ms in node.cost.items()),
+            node.kind,
+            node.of,
+        ]
+        for node in graph.nodes
+    ]
+    edges = sorted(
+        [e.source, e.target, sorted((k, float(v)) for k, v in e.transfer_ms.items())]
+        for e in graph.edges
+    )
+    devices = [[d.name, int(d.fixed_memory)] for d in graph.devices]
+    links = sorted(
+        [lk.source, lk.target, float(lk.bandwidth), float(lk.latency_ms)] for lk in graph.links
+    )
+    return {"nodes": nodes, "edges": edges, "devices": devices, "links": links}
+
+
+def _digest(content: Any) -> str:
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

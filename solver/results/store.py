@@ -1,0 +1,411 @@
+"""The result store: every finished solve in an SQLite database, looked up before solving again.
+
+One row per :class:`~solver.results.key.ResultKey` (graph content, budgets, method, backend,
+gap) holds the status, objective, bound, timings, the time limit it ran under and the schedule
+as JSON (spec/formats.md). A row is reusable for any time limit when it is final (proven
+optimal, proven infeasible, or a deterministic heuristic), else only for limits up to its own:
+a caller may still show a shorter-limit row at once, and say so, while it solves again.
+
+Several processes (sweep workers, the GUI, a second terminal) share the file: it is in WAL mode,
+writers take the lock up front (``BEGIN IMMEDIATE``), wait up to ``timeout_s`` for it and retry
+a few times. A store that cannot be opened, is corrupt or stays locked never raises and never
+loses a solve: the operation is skipped, one warning line is logged, and the caller carries on
+with its own result. Stored schedules are replayed by the simulator when loaded; a row that
+does not replay to its stored time is reported, skipped and removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from solver.errors import XEngineError
+from solver.formats import schedule_from_dict, schedule_to_dict
+from solver.graph import Graph
+from solver.results.key import ResultKey, is_deterministic, result_key
+from solver.simulate import simulate
+from solver.solve import SolveOptions, SolveResult
+from solver.status import SolveStatus
+
+__all__ = [
+    "STORE_ENV",
+    "SCHEMA_VERSION",
+    "StoredResult",
+    "StoredRow",
+    "ResultStore",
+    "default_store_path",
+]
+
+logger = logging.getLogger(__name__)
+
+STORE_ENV = "XENGINE_STORE"
+"""Environment variable: the store's path, or ``off`` to store nothing."""
+SCHEMA_VERSION = 1
+_STORED = (
+    SolveStatus.OPTIMAL,
+    SolveStatus.FEASIBLE,
+    SolveStatus.INFEASIBLE,
+    SolveStatus.TIME_LIMIT,
+)
+_FINAL = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
+_COLUMNS = (
+    "key, graph_hash, graph_name, budgets, method, backend, gap_rel, time_limit_s, threads, "
+    "status, objective, bound, gap, total_ms, seconds, build_seconds, variables, constraints, "
+    "message, schedule, created"
+)
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE, graph_hash TEXT NOT NULL, graph_name TEXT NOT NULL,
+    budgets TEXT NOT NULL, method TEXT NOT NULL, backend TEXT NOT NULL, gap_rel REAL,
+    time_limit_s REAL, threads INTEGER, status TEXT NOT NULL, objective REAL, bound REAL,
+    gap REAL, total_ms REAL, seconds REAL NOT NULL, build_seconds REAL NOT NULL,
+    variables INTEGER NOT NULL, constraints INTEGER NOT NULL, message TEXT NOT NULL,
+    schedule TEXT, created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_graph ON results (graph_hash);
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+T = TypeVar("T")
+
+
+def default_store_path() -> Path | None:
+    """``$XENGINE_STORE``, else ``results.sqlite3`` in the user's data directory.
+
+    ``XENGINE_STORE=off`` (or ``none``) turns the store off: ``None``.
+    """
+    value = os.environ.get(STORE_ENV, "").strip()
+    if value.lower() in ("off", "none"):
+        return None
+    if value:
+        return Path(value).expanduser()
+    import platformdirs  # only here: the core imports without it until a store is opened
+
+    return platformdirs.user_data_path("xengine-studio", appauthor=False) / "results.sqlite3"
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One row as stored (not replayed): what ``results list|show|export`` print."""
+
+    id: int
+    key: str
+    graph_hash: str
+    graph_name: str
+    budgets: dict[str, int]
+    method: str
+    backend: str
+    gap_rel: float | None
+    time_limit_s: float | None
+    threads: int | None
+    status: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    total_ms: float | None
+    seconds: float
+    build_seconds: float
+    variables: int
+    constraints: int
+    message: str
+    schedule: str | None
+    created: float
+
+    @property
+    def final(self) -> bool:
+        """Reusable under any time limit (proven, or a deterministic heuristic)."""
+        return is_deterministic(self.method) or self.status in {s.value for s in _FINAL}
+
+    def to_dict(self, with_schedule: bool = True) -> dict:
+        """The row as plain JSON-able data (the schedule parsed, when kept)."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["schedule"] = json.loads(self.schedule) if with_schedule and self.schedule else None
+        if not with_schedule:
+            del data["schedule"]
+        return data
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A stored result for the graph asked about, its schedule replayed by the simulator."""
+
+    row_id: int
+    result: SolveResult
+    time_limit_s: float | None
+    final: bool
+    created: float
+
+    def reusable_for(self, time_limit_s: float) -> bool:
+        """Whether this answers a solve with ``time_limit_s``: final, or run at least as long."""
+        if self.final:
+            return True
+        return self.time_limit_s is not None and self.time_limit_s >= time_limit_s - 1e-9
+
+    def note(self, time_limit_s: float) -> str:
+        """One line saying where the result comes from, and whether it falls short."""
+        if self.reusable_for(time_limit_s):
+            return f"from the result store (row {self.row_id})"
+        return (
+            f"stored result (row {self.row_id}) came from a {self.time_limit_s:g} s time limit, "
+            f"shorter than the {time_limit_s:g} s asked"
+        )
+
+
+class ResultStore:
+    """The SQLite result store at ``path`` (see the module docstring).
+
+    Every public method returns a neutral value (``None``, ``False``, ``[]``, ``0``) after
+    logging one warning when the database cannot be used; ``problem`` keeps the last one.
+    """
+
+    def __init__(self, path: str | os.PathLike, timeout_s: float = 5.0, retries: int = 3):
+        self.path = Path(path)
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.problem: str | None = None
+        self._ready = False
+
+    # ----- writing ------------------------------------------------------------------------------
+    def put(self, graph: Graph, method: str, options: SolveOptions, result: SolveResult) -> bool:
+        """Store a finished solve; ``False`` when it was not stored (cancelled, error, failure).
+
+        A row already there is kept when it is better: final where the new one is not, or run
+        under a longer time limit.
+        """
+        if result.status not in _STORED or (result.ok is False and result.schedule is not None):
+            return False
+        key = result_key(graph, method, options)
+        values = _row_values(graph, key, options, result)
+        return self._guarded("store a result", False, lambda db: _replace_if_better(db, values))
+
+    def prune(
+        self, older_than_s: float | None = None, method: str | None = None, everything=False
+    ) -> int:
+        """Delete rows older than ``older_than_s`` seconds and/or of ``method``; the count."""
+        clauses, args = [], []
+        if older_than_s is not None:
+            clauses.append("created < ?")
+            args.append(time.time() - older_than_s)
+        if method is not None:
+            clauses.append("method = ?")
+            args.append(method)
+        if not clauses and not everything:
+            return 0
+        where = " AND ".join(clauses) or "1"
+
+        def run(db: sqlite3.Connection) -> int:
+            with _write(db):
+                return db.execute(f"DELETE FROM results WHERE {where}", args).rowcount
+
+        return self._guarded("prune", 0, run)
+
+    # ----- reading ------------------------------------------------------------------------------
+    def lookup(self, graph: Graph, method: str, options: SolveOptions) -> StoredResult | None:
+        """The stored result of this solve, replayed on ``graph``; ``None`` if none is usable."""
+        key = result_key(graph, method, options)
+        rows = self._guarded(
+            "look up a result",
+            [],
+            lambda db: _fetch(db, "WHERE key = ?", (key.digest,)),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        try:
+            return _revive(graph, row)
+        except (XEngineError, ValueError, TypeError, KeyError) as exc:
+            self._report(f"row {row.id} ({row.method}) is corrupt: {exc}; skipped and removed")
+            self._guarded("remove a corrupt row", 0, lambda db: _delete(db, row.id))
+            return None
+
+    def rows(self, graph_hash: str | None = None, method: str | None = None) -> list[StoredRow]:
+        """Stored rows, newest first, optionally of one graph (content hash) or method."""
+        clauses, args = [], []
+        if graph_hash is not None:
+            clauses.append("graph_hash = ?")
+            args.append(graph_hash)
+        if method is not None:
+            clauses.append("method = ?")
+            args.append(method)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        return self._guarded("read results", [], lambda db: _fetch(db, where, tuple(args)))
+
+    def row(self, row_id: int) -> StoredRow | None:
+        """The row with id ``row_id``, or ``None``."""
+        found = self._guarded("read a result", [], lambda db: _fetch(db, "WHERE id = ?", (row_id,)))
+        return found[0] if found else None
+
+    # ----- connection ---------------------------------------------------------------------------
+    def _guarded(self, what: str, default: T, action: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``action`` on a fresh connection, retrying while locked; never raise."""
+        for attempt in range(self.retries):
+            try:
+                with self._connect() as db:
+                    return action(db)
+            except sqlite3.OperationalError as exc:
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if locked and attempt + 1 < self.retries:
+                    time.sleep(0.05 * 2**attempt * (1 + random.random()))
+                    continue
+                self._report(f"cannot {what}: {exc}")
+            except (sqlite3.Error, OSError) as exc:
+                self._report(f"cannot {what}: {exc}")
+            break
+        return default
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            if not self._ready:
+                _prepare(db)
+                self._ready = True
+            yield db
+        finally:
+            db.close()
+
+    def _report(self, message: str) -> None:
+        self.problem = message
+        logger.warning(
+            "result store %s: %s (the solve itself is not affected; --no-store or "
+            "XENGINE_STORE=off skips the store)",
+            self.path,
+            message,
+        )
+
+
+# ----- helpers ----------------------------------------------------------------------------------
+def _prepare(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(
+            f"written by a newer version (schema {version}, this one reads {SCHEMA_VERSION})"
+        )
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        db.execute("PRAGMA journal_mode = WAL")
+    if version < SCHEMA_VERSION:
+        db.executescript(_SCHEMA)
+
+
+@contextlib.contextmanager
+def _write(db: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction that takes the lock first (no read-to-write upgrade deadlock)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _row_values(graph: Graph, key: ResultKey, options: SolveOptions, result: SolveResult) -> dict:
+    schedule = None
+    if result.ok:
+        schedule = json.dumps(schedule_to_dict(result.schedule), separators=(",", ":"))
+    return {
+        "key": key.digest,
+        "graph_hash": key.graph_hash,
+        "graph_name": graph.name,
+        "budgets": json.dumps(dict(key.budgets)),
+        "method": key.method,
+        "backend": result.backend or key.backend,
+        "gap_rel": key.gap_rel,
+        "time_limit_s": None if is_deterministic(key.method) else float(options.time_limit_s),
+        "threads": options.threads,
+        "status": result.status.value,
+        "objective": result.objective,
+        "bound": result.bound,
+        "gap": result.gap,
+        "total_ms": result.timeline.total_ms if result.ok else None,
+        "seconds": float(result.seconds),
+        "build_seconds": float(result.build_seconds),
+        "variables": int(result.variables),
+        "constraints": int(result.constraints),
+        "message": result.message,
+        "schedule": schedule,
+        "created": time.time(),
+    }
+
+
+def _replace_if_better(db: sqlite3.Connection, values: dict) -> bool:
+    with _write(db):
+        old = _fetch(db, "WHERE key = ?", (values["key"],))
+        if old and not _better(values, old[0]):
+            return True
+        db.execute("DELETE FROM results WHERE key = ?", (values["key"],))
+        marks = ", ".join("?" for _ in values)
+        db.execute(f"INSERT INTO results ({_COLUMNS}) VALUES ({marks})", tuple(values.values()))
+    return True
+
+
+def _better(new: dict, old: StoredRow) -> bool:
+    new_final = is_deterministic(new["method"]) or new["status"] in {s.value for s in _FINAL}
+    if old.final != new_final:
+        return new_final
+    if new_final:
+        return True
+    return (new["time_limit_s"] or 0.0) >= (old.time_limit_s or 0.0)
+
+
+def _fetch(db: sqlite3.Connection, where: str, args: tuple) -> list[StoredRow]:
+    cursor = db.execute(f"SELECT id, {_COLUMNS} FROM results {where} ORDER BY created DESC", args)
+    return [_row(values) for values in cursor.fetchall()]
+
+
+def _row(values: tuple) -> StoredRow:
+    names = ["id", *(name.strip() for name in _COLUMNS.split(","))]
+    data = dict(zip(names, values, strict=True))
+    data["budgets"] = json.loads(data["budgets"])
+    return StoredRow(**data)
+
+
+def _delete(db: sqlite3.Connection, row_id: int) -> int:
+    with _write(db):
+        return db.execute("DELETE FROM results WHERE id = ?", (row_id,)).rowcount
+
+
+def _revive(graph: Graph, row: StoredRow) -> StoredResult:
+    """Rebuild the :class:`SolveResult` of ``row``, replaying its schedule on ``graph``."""
+    status = SolveStatus(row.status)
+    result = SolveResult(
+        method=row.method,
+        status=status,
+        objective=row.objective,
+        bound=row.bound,
+        gap=row.gap,
+        seconds=row.seconds,
+        build_seconds=row.build_seconds,
+        variables=row.variables,
+        constraints=row.constraints,
+        backend=row.backend,
+        message=row.message,
+    )
+    if row.schedule is not None:
+        schedule = schedule_from_dict(json.loads(row.schedule), graph)
+        schedule = replace(schedule, graph=graph.name)
+        timeline = simulate(graph, schedule)
+        if not timeline.valid:
+            raise ValueError(f"its schedule does not replay: {timeline.violation}")
+        stored = row.total_ms if row.total_ms is not None else float("nan")
+        if not abs(timeline.total_ms - stored) <= 1e-6 * max(1.0, abs(stored)):
+            raise ValueError(
+                f"its schedule replays to {timeline.total_ms:.6g} ms, not the stored "
+                f"{stored:.6g} ms"
+            )
+        result = replace(result, schedule=schedule, timeline=timeline)
+    elif status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        raise ValueError(f"status {row.status} but no schedule")
+    return StoredResult(row.id, result, row.time_limit_s, row.final, row.created)
