@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {"solve", "check", "sweep", "examples", "import-torch", "-h", "--help"}
+COMMANDS = {"solve", "check", "sweep", "results", "examples", "import-torch", "-h", "--help"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import io
 import json
 import os
 import signal
@@ -20,18 +18,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from solver.backends import available_backends
-from solver.bounds import lower_bound, no_remat_peak
+from solver.bounds import no_remat_peak
 from solver.concurrent import concurrent_makespan
 from solver.errors import XEngineError
 from solver.examples import bundled_graphs
-from solver.formats import atomic_write_text, load_graph, load_schedule, save_schedule
+from solver.formats import load_graph, load_schedule, save_schedule
 from solver.graph import Graph
-from solver.methods import METHODS, parse_method, solve
+from solver.methods import METHODS, parse_method
 from solver.schedule import Schedule
 from solver.simulate import Timeline, effective_graph, simulate
 from solver.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
-from solver.sweep import budget_steps, sweep_budgets
+from solver.sweep import budget_steps
 from solver.units import format_ms, format_size, parse_size
 
 __all__ = ["main", "parse_budget", "resolve_graph_path"]
@@ -189,7 +187,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     parse_method(graph, args.method)
     options = _options(args)
     with _stdout_to_stderr():
-        result = solve(graph, args.method, options, cancel=_cancel_on_interrupt())
+        result = _solve_stored(graph, args, options)
     if args.output and result.schedule is not None:
         save_schedule(result.schedule, args.output, result.timeline.summary())
     concurrent = _concurrent_ms(graph, result.schedule, result.timeline)
@@ -201,6 +199,21 @@ def cmd_solve(args: argparse.Namespace) -> int:
             print(f"schedule   written to {args.output}")
     ok = result.ok and result.status is not SolveStatus.CANCELLED
     return EXIT_OK if ok else EXIT_NO_SCHEDULE
+
+
+def _solve_stored(graph: Graph, args: argparse.Namespace, options: SolveOptions) -> SolveResult:
+    """Solve through the result store (issue 13) unless ``--no-store``; say when it answered."""
+    from solver.results.cached import solve_cached
+    from solver.results.store import ResultStore, default_store_path
+
+    path = None if args.no_store else default_store_path()
+    store = ResultStore(path) if path is not None else None
+    done = solve_cached(graph, args.method, options, store, cancel=_cancel_on_interrupt())
+    if done.from_store:
+        print(f"note: result from the result store ({store.path})", file=sys.stderr)
+    elif done.stored_note:
+        print(f"note: {done.stored_note}; solved again", file=sys.stderr)
+    return done.result
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -241,51 +254,26 @@ def _fraction(text: str, graph: Graph) -> float:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    graph = _load(args.graph, args.budget)
-    if args.device not in graph.device_index:
-        raise UsageError(f"--device {args.device!r}: devices are {', '.join(graph.device_index)}")
+    from solver.sweep_cli import graph_label, run_sweep_command
+
+    graphs = [(graph_label(text), _load(text, args.budget)) for text in [args.graph, *args.more]]
+    for label, graph in graphs:
+        if args.device not in graph.device_index:
+            devices = ", ".join(graph.device_index)
+            raise UsageError(f"--device {args.device!r}: devices of {label} are {devices}")
     if args.steps < 1:
         raise UsageError("--steps must be at least 1")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     methods = args.method or ["xengine", "checkmate"]
-    for method in methods:
-        parse_method(graph, method)
-    fractions = budget_steps(_fraction(args.start, graph), _fraction(args.stop, graph), args.steps)
-    points = sweep_budgets(
-        graph, args.device, fractions, methods, _options(args), cancel=_cancel_on_interrupt()
-    )
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
-        ["device", "fraction", "budget_bytes", "method", "status", "total_ms", "seconds"]
-    )
-    for p in points:
-        total = "" if p.total_ms is None else f"{p.total_ms:.6g}"
-        writer.writerow(
-            [
-                p.device,
-                p.fraction,
-                p.budget,
-                p.result.method,
-                p.result.status.value,
-                total,
-                f"{p.result.seconds:.3f}",
-            ]
-        )
-    if args.output:
-        atomic_write_text(args.output, buffer.getvalue())
-    _print_sweep(points, lower_bound(graph, args.device))
-    return EXIT_OK if any(p.result.ok for p in points) else EXIT_NO_SCHEDULE
-
-
-def _print_sweep(points, floor: int) -> None:
-    print(f"{'budget':>12} {'fraction':>8}  {'method':<22} {'status':<11} {'time':>10}")
-    for p in points:
-        total = format_ms(p.total_ms) if p.total_ms is not None else "-"
-        print(
-            f"{format_size(p.budget):>12} {p.fraction:>8.0%}  {p.result.method:<22} "
-            f"{p.result.status.value:<11} {total:>10}"
-        )
-    print(f"(nothing runs on this device below {format_size(floor)})")
+    for _, graph in graphs:
+        for method in methods:
+            parse_method(graph, method)
+    fractions = {
+        label: budget_steps(_fraction(args.start, graph), _fraction(args.stop, graph), args.steps)
+        for label, graph in graphs
+    }
+    return run_sweep_command(args, graphs, fractions, methods, _options(args))
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
@@ -336,6 +324,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     solve_p.add_argument("-o", "--output", help="write the schedule JSON here")
     solve_p.add_argument("--json", action="store_true", help="print one JSON object")
+    solve_p.add_argument("--no-store", action="store_true", help="neither look up nor store")
     solve_p.set_defaults(run=cmd_solve)
 
     check_p = sub.add_parser("check", help="replay and validate a schedule")
@@ -355,10 +344,19 @@ def _parser() -> argparse.ArgumentParser:
         "--method", action="append", help="repeat for several (default: xengine and checkmate)"
     )
     sweep_p.add_argument("-o", "--output", help="write the results as CSV here")
+    sweep_p.add_argument("more", nargs="*", metavar="GRAPH", help="more graphs to sweep alike")
+    sweep_p.add_argument("--jobs", type=int, help="worker processes (default: cores / --threads)")
+    sweep_p.add_argument("--no-store", action="store_true", help="neither look up nor store")
+    sweep_p.add_argument(
+        "--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster ([dask] extra)"
+    )
     sweep_p.set_defaults(run=cmd_sweep)
 
     examples_p = sub.add_parser("examples", help="list the bundled graphs")
     examples_p.set_defaults(run=cmd_examples)
+    from solver.results.cli import add_results_parser
+
+    add_results_parser(sub)
     return parser
 
 
