@@ -1,19 +1,51 @@
 """The exceptions of the core, each carrying what a person needs to fix the problem.
 
 Messages read ``<file>: <where>: <what>; <fix>`` so that the command line can print them on one
-line and the GUI can show them in a dialog without a traceback.
+line and the GUI can show them in a dialog without a traceback. Text that comes from a file (node
+ids, device names) is escaped by :func:`printable`, so a newline or a terminal escape sequence in
+an id is shown as ``\\n`` or ``\\x1b`` and never breaks the line or drives the terminal.
 """
 
 from __future__ import annotations
 
+import unicodedata
+
 __all__ = [
+    "printable",
     "XEngineError",
     "GraphFormatError",
     "ScheduleFormatError",
     "ScheduleViolation",
     "InfeasibleBudgetError",
     "SolverError",
+    "FileWriteError",
 ]
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """Escape control and format characters (newlines, ANSI escapes, bidi overrides) as in repr.
+
+    Examples
+    --------
+    >>> printable("node 'a\\nb\\x1b[31m' é")
+    "node 'a\\\\nb\\\\x1b[31m' é"
+    """
+    return "".join(_escape(c) if _is_control(c) else c for c in text)
+
+
+def _is_control(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+
+
+def _escape(char: str) -> str:
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class XEngineError(Exception):
@@ -47,7 +79,7 @@ class GraphFormatError(XEngineError, ValueError):
     def _compose(self) -> str:
         parts = [p for p in (self.path, self.where) if p]
         head = ": ".join([*parts, self.what])
-        return f"{head}; {self.fix}" if self.fix else head
+        return printable(f"{head}; {self.fix}" if self.fix else head)
 
     def with_path(self, path: str) -> GraphFormatError:
         """Return a copy that names ``path`` (loaders learn the file name late)."""
@@ -82,7 +114,7 @@ class ScheduleViolation(XEngineError):
         self.node = node
         self.device = device
         self.numbers = dict(numbers or {})
-        super().__init__(message)
+        super().__init__(printable(message))
 
 
 class InfeasibleBudgetError(XEngineError):
@@ -95,3 +127,21 @@ class InfeasibleBudgetError(XEngineError):
 
 class SolverError(XEngineError):
     """The optimisation backend failed in a way the user cannot fix by changing the input."""
+
+
+class FileWriteError(XEngineError, OSError):
+    """A file could not be written (read-only, no space, a value JSON cannot hold).
+
+    An :class:`OSError`, so callers that handle I/O errors handle it too; its message names the
+    file and says what to do, on one line.
+    """
+
+    def __init__(self, path: str, what: str, fix: str = ""):
+        self.path = path
+        self.what = what
+        self.fix = fix
+        text = f"{path}: {what}; {fix}" if fix else f"{path}: {what}"
+        super().__init__(printable(text))
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -1,25 +1,35 @@
 """Reading and writing graph and schedule JSON documents (spec/formats.md).
 
 Readers check every field and raise :class:`GraphFormatError` / :class:`ScheduleFormatError`
-naming the file, the place and the fix; they never return half-read documents. Writers are
-atomic: a temporary file in the same folder is renamed over the target.
+naming the file, the place and the fix; they never return half-read documents. They read only
+regular files of at most :data:`MAX_FILE_BYTES`, nested at most :data:`MAX_DEPTH` deep, and refuse
+NaN, Infinity and numbers out of a float's range, so no input ends in a traceback or a hang.
+
+Writers are atomic: a temporary file in the same folder is renamed over the target (through a
+symlink to its target), the folder is synced, a read-only target is refused and JSON never holds
+NaN or Infinity.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import math
 import os
+import re
+import stat
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from solver.errors import GraphFormatError, ScheduleFormatError
+from solver.errors import FileWriteError, GraphFormatError, ScheduleFormatError
 from solver.graph import NODE_KINDS, Device, Edge, Graph, Link, Node, make_graph
 from solver.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.status import SolveStatus
-from solver.units import parse_bandwidth, parse_size
+from solver.units import MAX_SIZE, parse_bandwidth, parse_size
 
 __all__ = [
     "GRAPH_FORMAT",
@@ -33,8 +43,25 @@ __all__ = [
     "load_schedule",
     "save_schedule",
     "read_json",
+    "dumps_json",
+    "write_json",
     "atomic_write_text",
+    "atomic_write_bytes",
+    "MAX_FILE_BYTES",
+    "MAX_DEPTH",
 ]
+
+logger = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 64 * 1024**2
+"""The largest file read (64 MiB; the biggest bundled graph is 50 kB). A cap keeps ``/dev/zero``
+or a huge file from filling memory."""
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects accepted (the formats need 5 levels)."""
+_MAX_INT_DIGITS = 300
+"""Integers with more digits are refused while parsing (no float holds them)."""
+STALE_TEMP_SECONDS = 10 * 60
+"""A writer's temporary file older than this is a crash leftover and is removed on the next save."""
 
 GRAPH_FORMAT = "remat-graph"
 SCHEDULE_FORMAT = "remat-schedule"
@@ -77,11 +104,25 @@ def _tail(exc: ValueError, default: str) -> str:
 
 
 def _number(value: Any, where: str, fix: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _fail(f"{value!r} is not a number", where, fix)
-    if value < 0:
-        raise _fail(f"{value} is negative", where, fix)
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(f"{_short(value)} is not a number", where, fix)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise _fail("the number is too large for a float", where, fix) from None
+    if not math.isfinite(number):
+        raise _fail(f"{number!r} is not a finite number", where, fix)
+    if number < 0:
+        raise _fail(f"{number} is negative", where, fix)
+    return number
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    """A repr cut to one short line (ids and values come from files of any size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return "a very large integer"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _object(value: Any, where: str) -> Mapping:
@@ -140,6 +181,13 @@ def _graph_from_dict(doc: Any) -> Graph:
     edges.extend(_edge(x, i) for i, x in enumerate(_get(doc, "edges", "top level", list, [])))
     meta = _object(doc.get("meta", {}), "field 'meta'")
     name = _get(doc, "name", "top level", str, "untitled")
+    total = sum(node.memory for node in nodes)
+    if total > MAX_SIZE:
+        raise _fail(
+            f"the node sizes add up to {total} bytes",
+            "field 'nodes'",
+            f"all tensors together must be at most {MAX_SIZE} bytes (8 PiB)",
+        )
     return make_graph(name, devices, nodes, edges, links, meta, notes)
 
 
@@ -330,22 +378,127 @@ def _device_to_dict(device: Device) -> dict[str, Any]:
 
 # ----- files -------------------------------------------------------------------------------------
 def read_json(path: str | os.PathLike, error: type[GraphFormatError] = GraphFormatError) -> Any:
-    """Parse a JSON file, turning I/O and syntax errors into a format error naming the place."""
+    """Parse a JSON file, turning every way it can fail into a format error naming the place.
+
+    Only regular files are read (a FIFO would block, ``/dev/zero`` never ends), at most
+    :data:`MAX_FILE_BYTES`; NaN, Infinity, floats out of range, integers of more than 300
+    digits and nesting deeper than :data:`MAX_DEPTH` are refused.
+    """
+    name = str(path)
+    data = _read_regular_file(path, error)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise error("not a UTF-8 text file", path=str(path), fix="save it as UTF-8 JSON") from None
-    except OSError as exc:
-        raise error(exc.strerror or str(exc), path=str(path), fix="check the path") from None
+        raise error("not a UTF-8 text file", path=name, fix="save it as UTF-8 JSON") from None
     try:
-        return json.loads(text)
+        doc = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_checked_float,
+            parse_int=_checked_int,
+        )
     except json.JSONDecodeError as exc:
         raise error(
             exc.msg,
-            path=str(path),
+            path=name,
             where=f"line {exc.lineno}, column {exc.colno}",
             fix="fix the JSON syntax there",
         ) from None
+    except _BadNumber as exc:
+        raise error(exc.what, path=name, where=_locate(text, exc.token), fix=exc.fix) from None
+    except RecursionError:
+        too_deep = True  # the parser's own recursion limit
+    else:
+        too_deep = _too_deep(doc)
+    if too_deep:
+        raise error(
+            f"nested more than {MAX_DEPTH} levels deep",
+            path=name,
+            fix="graph and schedule files need about 5 levels",
+        )
+    return doc
+
+
+class _BadNumber(ValueError):
+    """A number JSON should not hold, found while parsing (the caller adds the line)."""
+
+    def __init__(self, token: str, what: str, fix: str):
+        super().__init__(what)
+        self.token, self.what, self.fix = token, what, fix
+
+
+def _refuse_constant(token: str) -> float:
+    raise _BadNumber(token, f"{token} is not a JSON number", "write a finite number")
+
+
+def _checked_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise _BadNumber(token, f"{token[:30]} is out of range", "write a number below 1e308")
+    return value
+
+
+def _checked_int(token: str) -> int:
+    if len(token.lstrip("-")) > _MAX_INT_DIGITS:
+        digits = len(token.lstrip("-"))
+        raise _BadNumber(token, f"an integer of {digits} digits", "write a smaller number")
+    return int(token)
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)')
+
+
+def _locate(text: str, token: str) -> str:
+    """``line L, column C`` of the first ``token`` outside a string (the error path only)."""
+    for match in _TOKEN.finditer(text):
+        if match.group(1) == token:
+            pos = match.start()
+            line = text.count("\n", 0, pos) + 1
+            column = pos - text.rfind("\n", 0, pos)
+            return f"line {line}, column {column}"
+    return ""
+
+
+def _too_deep(doc: Any) -> bool:
+    """Whether ``doc`` nests deeper than :data:`MAX_DEPTH` (iteratively: no recursion)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _read_regular_file(path: str | os.PathLike, error: type[GraphFormatError]) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES` (never blocks)."""
+    name = str(path)
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise error(
+                "not a regular file (a folder, device or pipe)", path=name, fix="give a JSON file"
+            )
+        # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open does not block.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise error("not a regular file", path=name, fix="give a JSON file")
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise error(exc.strerror or str(exc), path=name, fix="check the path") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise error(
+            f"larger than {MAX_FILE_BYTES // 1024**2} MiB",
+            path=name,
+            fix="graph and schedule files are far smaller; is this the right file?",
+        )
+    return data
 
 
 def load_graph(path: str | os.PathLike) -> Graph:
@@ -360,20 +513,105 @@ def load_graph(path: str | os.PathLike) -> Graph:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so that a crash or a
-    full disk never leaves a half-written file behind."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename, so that a crash or a
+    full disk never leaves a half-written file behind.
+
+    A symlink is written through (its target is replaced, the link stays); an existing file
+    without write permission is refused, as editors do; the folder is synced after the rename
+    so the new name survives a power cut; temporary files that an earlier crash left next to
+    the target are removed.
+
+    Raises
+    ------
+    FileWriteError
+        An :class:`OSError` naming the file, what went wrong and what to do.
+    """
+    target = Path(os.path.realpath(path))  # through symlinks: replace the file, keep the link
+    _refuse_read_only(target, str(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _write_error(str(path), exc) from None
     try:
         os.chmod(tmp, _file_mode(target))
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, FileWriteError):
+            raise _write_error(str(path), exc) from None
         raise
+    _sync_folder(target.parent)
+    _remove_stale_temps(target)
+
+
+def _refuse_read_only(target: Path, name: str) -> None:
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return  # a new file
+    if not stat.S_ISREG(mode):
+        raise FileWriteError(name, "not a regular file", "choose a file name")
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+        raise FileWriteError(
+            name, "the file is read-only", "save under another name, or make it writable first"
+        )
+
+
+def _write_error(name: str, exc: OSError) -> FileWriteError:
+    reason = exc.strerror or str(exc)
+    fixes = {
+        errno.ENOSPC: "free some disk space and save again",
+        errno.EACCES: "choose a folder you can write to",
+        errno.EROFS: "the disk is read-only; choose another folder",
+        errno.ENOENT: "the folder does not exist; choose another",
+    }
+    return FileWriteError(name, f"could not write: {reason}", fixes.get(exc.errno, ""))
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync the folder, so that the rename itself is on disk (not every system allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        logger.debug("could not sync folder %s: %s", folder, exc)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Remove this writer's temporary files for ``target`` that a crash left behind.
+
+    Only names this writer makes (``.NAME.XXXXXXXX.tmp``) older than :data:`STALE_TEMP_SECONDS`
+    are removed: a younger one may belong to a save in progress in another process.
+    """
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[A-Za-z0-9_]{{8}}\.tmp")
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return
+    for entry in entries:
+        if not pattern.fullmatch(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                logger.info("removed %s, left by an interrupted save", entry.path)
+        except OSError as exc:
+            logger.debug("could not remove %s: %s", entry.path, exc)
 
 
 def _file_mode(target: Path) -> int:
@@ -386,9 +624,46 @@ def _file_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
+def dumps_json(doc: Any, path: str | os.PathLike = "<document>") -> str:
+    """``doc`` as indented JSON text; NaN and Infinity are refused (JSON has neither).
+
+    Raises
+    ------
+    FileWriteError
+        Naming ``path`` and the place of the first non-finite number.
+    """
+    try:
+        return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError:
+        where = _non_finite_place(doc) or "a number"
+        raise FileWriteError(
+            str(path),
+            f"{where} is not a finite number, which JSON cannot hold",
+            "nothing was written; this is a bug, please report it",
+        ) from None
+
+
+def write_json(doc: Any, path: str | os.PathLike) -> None:
+    """Write ``doc`` as JSON to ``path`` atomically (see :func:`dumps_json`)."""
+    atomic_write_text(path, dumps_json(doc, path))
+
+
+def _non_finite_place(doc: Any) -> str | None:
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, place = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"'{place}' ({value})" if place else str(value)
+        if isinstance(value, dict):
+            stack.extend((v, f"{place}.{k}" if place else str(k)) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, f"{place}[{i}]") for i, v in enumerate(value))
+    return None
+
+
 def save_graph(graph: Graph, path: str | os.PathLike) -> None:
     """Write ``graph`` to ``path`` atomically."""
-    atomic_write_text(path, json.dumps(graph_to_dict(graph), indent=1) + "\n")
+    write_json(graph_to_dict(graph), path)
 
 
 # ----- schedules ---------------------------------------------------------------------------------
@@ -425,16 +700,22 @@ def _schedule_from_dict(doc: Any, graph: Graph) -> Schedule:
 
 
 def _known_device(graph: Graph, name: Any, where: str) -> str:
+    if not isinstance(name, str):
+        raise _fail(f"{_short(name)} is not a device name", where, "write a device name")
     if name not in graph.device_index:
         raise _fail(
-            f"unknown device {name!r}", where, f"devices are: {', '.join(graph.device_index)}"
+            f"unknown device {_short(name)}",
+            where,
+            f"devices are: {', '.join(graph.device_index)}",
         )
     return name
 
 
 def _known_node(graph: Graph, node: Any, where: str) -> str:
+    if not isinstance(node, str):
+        raise _fail(f"{_short(node)} is not a node id", where, "write a node id (a string)")
     if node not in graph.index:
-        raise _fail(f"unknown node {node!r}", where, "use a node id of the graph")
+        raise _fail(f"unknown node {_short(node)}", where, "use a node id of the graph")
     return node
 
 
@@ -455,38 +736,64 @@ def _stage(raw: Any, t: int, graph: Graph) -> Stage:
     for device, ids in _object(raw.get("keep", {}), f"{where}, 'keep'").items():
         _known_device(graph, device, f"{where}, 'keep'")
         if not isinstance(ids, list):
-            raise _fail("keep lists must be lists of node ids", f"{where}, keep '{device}'")
+            raise _fail(
+                "keep lists must be lists of node ids",
+                f"{where}, keep '{device}'",
+                'write e.g. "keep": {"gpu": ["fc1"]}',
+            )
         keep[device] = frozenset(_known_node(graph, x, f"{where}, keep '{device}'") for x in ids)
     return Stage(tuple(ops), keep)
 
 
 def _solver_info(raw: Any) -> SolverInfo:
     raw = _object(raw, "field 'solver'")
+    status_text = raw.get("status", "optimal")
     try:
-        status = SolveStatus(raw.get("status", "optimal"))
-    except ValueError:
+        status = SolveStatus(status_text)
+    except (ValueError, TypeError):
         names = ", ".join(s.value for s in SolveStatus)
         raise _fail(
-            f"unknown status {raw.get('status')!r}", "field 'solver'", f"use {names}"
+            f"unknown status {_short(status_text)}", "field 'solver'", f"use {names}"
         ) from None
 
     def num(key: str) -> float | None:
         value = raw.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
             return None
-        return float(value)
+        return _number(value, f"field 'solver', '{key}'", "a finite number >= 0, or null")
 
+    def count(key: str) -> int:
+        value = num(key) or 0.0
+        if value > MAX_SIZE or value != int(value):
+            raise _fail(f"{value!r} is not a count", f"field 'solver', '{key}'", "a whole number")
+        return int(value)
+
+    bound, objective = raw.get("bound"), raw.get("objective")
     return SolverInfo(
-        method=str(raw.get("method", "")),
-        backend=str(raw.get("backend", "")),
+        method=str(raw.get("method", ""))[:200],
+        backend=str(raw.get("backend", ""))[:200],
         status=status,
-        objective=num("objective"),
-        bound=num("bound"),
-        gap=num("gap"),
+        objective=_signed(objective, "objective"),
+        bound=_signed(bound, "bound"),
+        gap=_signed(raw.get("gap"), "gap"),
         seconds=num("seconds") or 0.0,
-        variables=int(num("variables") or 0),
-        constraints=int(num("constraints") or 0),
+        variables=count("variables"),
+        constraints=count("constraints"),
     )
+
+
+def _signed(value: Any, key: str) -> float | None:
+    """An objective or bound: any finite number (a bound may be negative), or None."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    where = f"field 'solver', '{key}'"
+    try:
+        number = float(value)
+    except OverflowError:
+        raise _fail("the number is too large for a float", where, "a finite number") from None
+    if not math.isfinite(number):
+        raise _fail(f"{number!r} is not a finite number", where, "a finite number, or null")
+    return number
 
 
 def schedule_to_dict(schedule: Schedule, summary: Mapping[str, Any] | None = None) -> dict:
@@ -523,13 +830,18 @@ def _solver_to_dict(info: SolverInfo) -> dict[str, Any]:
         "method": info.method,
         "backend": info.backend,
         "status": info.status.value,
-        "objective": info.objective,
-        "bound": info.bound,
-        "gap": info.gap,
-        "seconds": round(info.seconds, 3),
+        "objective": _finite_or_none(info.objective),
+        "bound": _finite_or_none(info.bound),
+        "gap": _finite_or_none(info.gap),
+        "seconds": round(info.seconds, 3) if math.isfinite(info.seconds) else None,
         "variables": info.variables,
         "constraints": info.constraints,
     }
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """An infinite gap (a bound of 0) or a missing bound is written as null, never NaN."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def load_schedule(path: str | os.PathLike, graph: Graph) -> Schedule:
@@ -541,4 +853,4 @@ def save_schedule(
     schedule: Schedule, path: str | os.PathLike, summary: Mapping[str, Any] | None = None
 ) -> None:
     """Write ``schedule`` to ``path`` atomically."""
-    atomic_write_text(path, json.dumps(schedule_to_dict(schedule, summary), indent=1) + "\n")
+    write_json(schedule_to_dict(schedule, summary), path)

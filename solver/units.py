@@ -1,16 +1,28 @@
 """Sizes, bandwidths and their units, as written in graph files and on the command line.
 
 ``kB``/``MB``/``GB`` are powers of 1000 and ``KiB``/``MiB``/``GiB`` powers of 1024
-(spec/formats.md). Parsing is exact: a size is an integer number of bytes.
+(spec/formats.md). Parsing is exact: a size is an integer number of bytes, at most
+:data:`MAX_SIZE`. Numbers are read with :class:`~decimal.Decimal` and their exponent is checked
+before anything is computed, so ``"1e99999999 B"`` is refused at once instead of computing
+10^(10^8) (issue 11).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-__all__ = ["parse_size", "parse_bandwidth", "format_size", "format_ms"]
+__all__ = ["MAX_SIZE", "parse_size", "parse_bandwidth", "format_size", "format_ms"]
+
+MAX_SIZE = 2**53
+"""The largest size accepted, in bytes (8 PiB). Every size and every sum of a few thousand of
+them then fits numpy's int64 and is exact as a float; larger values are typos or attacks."""
+_MAX_EXPONENT = 30
+"""A number whose decimal exponent is above this is refused before it is computed."""
+_MAX_DIGITS = 60
+"""The longest number text read (a size needs 16 digits; more is a typo or an attack)."""
 
 _UNITS = {
     "": 1,
@@ -42,23 +54,57 @@ def parse_size(value: object) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"{value} is negative; sizes must be >= 0")
-        return value
+        return _at_most_max(value, value)
     if isinstance(value, float):
-        if not math.isfinite(value) or value != int(value):
+        if not math.isfinite(value):
+            raise ValueError(f"{value} is not a finite number of bytes; sizes must be >= 0")
+        if value != int(value):
             raise ValueError(f"{value} is not a whole number of bytes")
         return parse_size(int(value))
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a size; write bytes or a string such as '4 MiB'")
     text = value.strip()
     if text.startswith("-"):
-        raise ValueError(f"{value!r} is negative; sizes must be >= 0")
+        raise ValueError(f"{_short(value)} is negative; sizes must be >= 0")
     match = _NUMBER_UNIT.match(text)
     if not match or match.group(2).lower() not in _UNITS:
         raise ValueError(
-            f"{value!r} is not a size; write bytes or a number with B, kB, MB, GB, KiB, MiB or GiB"
+            f"{_short(value)} is not a size; write bytes or a number with B, kB, MB, GB, KiB, "
+            "MiB or GiB"
         )
-    number = Fraction(match.group(1)) * _UNITS[match.group(2).lower()]
-    return int(number)  # a fraction of a byte is dropped
+    number = _bounded_decimal(match.group(1), value)
+    exact = Fraction(number) * _UNITS[match.group(2).lower()]
+    return _at_most_max(int(exact), value)  # a fraction of a byte is dropped
+
+
+def _bounded_decimal(digits: str, value: object) -> Decimal:
+    """``digits`` as a Decimal, refusing a huge exponent before anything is computed."""
+    if len(digits) > _MAX_DIGITS:
+        raise ValueError(f"{_short(value)} has too many digits; write at most {_MAX_DIGITS}")
+    try:
+        number = Decimal(digits)
+    except InvalidOperation:
+        raise ValueError(f"{_short(value)} is not a number") from None
+    if number and number.adjusted() > _MAX_EXPONENT:
+        raise ValueError(f"{_short(value)} is too large; sizes must be at most {MAX_SIZE} bytes")
+    if number and number.adjusted() < -_MAX_EXPONENT:
+        return Decimal(0)  # far below one byte even in TiB: no need to compute 10^-exponent
+    return number
+
+
+def _at_most_max(size: int, value: object) -> int:
+    if size > MAX_SIZE:
+        raise ValueError(f"{_short(value)} is too large; sizes must be at most {MAX_SIZE} bytes")
+    return size
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters so a 10 MB string makes a one-line message."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        digits = int(value.bit_length() * math.log10(2)) + 1  # str() refuses > 4300 digits
+        return f"an integer of about {digits} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_bandwidth(value: object) -> float:
@@ -72,14 +118,20 @@ def parse_bandwidth(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a bandwidth")
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{value} is not a positive bandwidth")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"{_short(value)} is too large for a bandwidth") from None
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{_short(value)} is not a positive bandwidth")
+        return number
     if not isinstance(value, str) or not value.strip().endswith("/s"):
-        raise ValueError(f"{value!r} is not a bandwidth; write bytes per second or e.g. '12 GB/s'")
+        raise ValueError(
+            f"{_short(value)} is not a bandwidth; write bytes per second or e.g. '12 GB/s'"
+        )
     size = parse_size(value.strip()[:-2])
     if size <= 0:
-        raise ValueError(f"{value!r} is not a positive bandwidth")
+        raise ValueError(f"{_short(value)} is not a positive bandwidth")
     return float(size)
 
 
