@@ -2,21 +2,33 @@
 
 Rows are stages (top to bottom), columns are nodes. ``R[t, i]``: node ``i`` computed on the device
 in stage ``t`` (the diagonal is each node's first computation, cells left of it are
-recomputations); ``S[t, i]``: its output is resident there when stage ``t`` starts. Drawn as RGBA
-images, as in pyqtgraph's ``MatrixDisplayExample``; the matrices come from
-:func:`solver.explain.stage_matrices`, i.e. from the replayed timeline and the keep sets.
+recomputations); ``S[t, i]``: its output is resident there when stage ``t`` starts. Each matrix is
+one ``pg.ImageItem`` of one-byte cell codes with a colour table (Qt draws it as an indexed image,
+no RGBA copy), as in pyqtgraph's ``MatrixDisplayExample``; the matrices come from
+:func:`solver.explain.stage_matrices`, i.e. from the replayed timeline and the keep sets. The axes
+name the nodes (as many as fit), every matrix fits its plot (Fit, or double-click, brings the whole
+matrix back after a zoom), and a hidden view redraws only when shown again.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import logging
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QCursor
-from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QCursor, QFontMetrics
+from PySide6.QtWidgets import (
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.document import Document
 from app.theme import Colors, colors_for, style_plot
@@ -29,6 +41,66 @@ logger = logging.getLogger(__name__)
 
 _GRID_UP_TO = 64
 """Draw cell borders up to this many nodes; beyond, they would only grey the picture."""
+_NAME_CHARS = 18
+"""Longer node names are elided on the axes (the tooltip has the full name)."""
+
+
+class NameAxis(pg.AxisItem):
+    """An axis over node (or stage) indices that labels them with names, as many as fit.
+
+    The tick spacing is the smallest power-of-two-ish step (1, 2, 5, 10, ...) at which the
+    widest label still fits between two ticks, so zooming in names every node.
+    """
+
+    def __init__(self, orientation: str, prefix_index: bool = False):
+        super().__init__(orientation)
+        self.names: list[str] = []
+        self._prefix_index = prefix_index
+        self.enableAutoSIPrefix(False)
+
+    def set_names(self, names: list[str]) -> None:
+        elided = [n if len(n) <= _NAME_CHARS else n[: _NAME_CHARS - 1] + "\u2026" for n in names]
+        self.names = [f"{i} {n}" if self._prefix_index else n for i, n in enumerate(elided)]
+        self.picture = None
+        self.update()
+
+    def label_text(self, index: int) -> str:
+        """The label drawn at ``index`` (elided name, with the index on the stage axis)."""
+        return self.names[index] if 0 <= index < len(self.names) else ""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph override)
+        if not self.names:
+            return []
+        metrics = QFontMetrics(
+            self.font() if self.style["tickFont"] is None else self.style["tickFont"]
+        )
+        if self.orientation in ("left", "right"):
+            need = metrics.height() + 2
+        else:
+            widest = max(
+                metrics.horizontalAdvance(n)
+                for n in self.names[:: max(1, len(self.names) // 64)] or [""]
+            )
+            need = widest + 10
+        span = max(maxVal - minVal, 1e-9)
+        per_cell = size / span
+        step = 1
+        for candidate in _steps():
+            step = candidate
+            if candidate * per_cell >= need:
+                break
+        first = max(int(np.ceil(minVal / step)) * step, 0)
+        last = min(int(np.floor(maxVal)), len(self.names) - 1)
+        return [(step, list(range(first, last + 1, step)))]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
+        return [self.label_text(int(round(v))) for v in values]
+
+
+def _steps():
+    for power in range(0, 7):
+        for mantissa in (1, 2, 5):
+            yield mantissa * 10**power
 
 
 class _MatrixPlot:
@@ -37,13 +109,19 @@ class _MatrixPlot:
     def __init__(self, layout: pg.GraphicsLayoutWidget, device: str, which: str, row: int):
         self.device = device
         self.which = which
-        self.plot: pg.PlotItem = layout.addPlot(row=row, col=0 if which == "R" else 1)
+        self.bottom = NameAxis("bottom")
+        self.left = NameAxis("left", prefix_index=True)
+        self.plot: pg.PlotItem = layout.addPlot(
+            row=row,
+            col=0 if which == "R" else 1,
+            axisItems={"bottom": self.bottom, "left": self.left},
+        )
         self.plot.invertY(True)
         self.plot.setAspectLocked(True)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setLabel("bottom", "node")
-        self.plot.setLabel("left", "stage")
+        self.plot.setLabel("left", "stage (computes node)")
         self.plot.getViewBox().setDefaultPadding(0.02)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.grid = pg.PlotCurveItem(connect="pairs")
@@ -53,7 +131,17 @@ class _MatrixPlot:
         self.plot.addItem(self.image)
         for item in (self.grid, self.column, self.row, self.cell):
             self.plot.addItem(item, ignoreBounds=True)
-        self.rgba = np.zeros((0, 0, 4), dtype=np.uint8)
+        self.codes = np.zeros((0, 0), dtype=np.uint8)
+        self.table = np.zeros((1, 4), dtype=np.uint8)
+
+    @property
+    def rgba(self) -> np.ndarray:
+        """The drawn colours as RGBA (made on demand: the image itself stays indexed)."""
+        return self.table[self.codes]
+
+    def fit(self) -> None:
+        """Show the whole matrix, and keep fitting it when the plot is resized."""
+        self.plot.getViewBox().enableAutoRange()
 
 
 class MatricesView(QWidget):
@@ -68,6 +156,7 @@ class MatricesView(QWidget):
         self._document = document
         self._plots: dict[tuple[str, str], _MatrixPlot] = {}
         self._matrices: dict[str, StageMatrices] = {}
+        self._dirty = False
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.result_changed.connect(self._on_document_result_changed)
@@ -86,8 +175,19 @@ class MatricesView(QWidget):
 
     def cell_color(self, device: str, which: str, stage: int, node: int) -> QColor:
         """The colour drawn for one cell."""
-        r, g, b, a = (int(v) for v in self._plots[device, which].rgba[stage, node])
+        plot = self._plots[device, which]
+        r, g, b, a = (int(v) for v in plot.table[plot.codes[stage, node]])
         return QColor(r, g, b, a)
+
+    def axis_label(self, device: str, which: str, side: str, index: int) -> str:
+        """The text the ``side`` ("bottom" or "left") axis draws at ``index``."""
+        plot = self._plots[device, which]
+        return (plot.bottom if side == "bottom" else plot.left).label_text(index)
+
+    def fit(self) -> None:
+        """Show every matrix whole (the Fit button, a double-click)."""
+        for plot in self._plots.values():
+            plot.fit()
 
     def selected_column(self, device: str, which: str) -> int | None:
         """The node column outlined as the selection in that matrix, or ``None``."""
@@ -101,7 +201,7 @@ class MatricesView(QWidget):
 
     def cell_at(self, device: str, which: str, x: float, y: float) -> tuple[int, int] | None:
         """``(stage, node)`` of the cell at plot coordinates ``(x, y)``, if inside."""
-        n = self._plots[device, which].rgba.shape[0]
+        n = self._plots[device, which].codes.shape[0]
         node, stage = int(round(x)), int(round(y))
         return (stage, node) if 0 <= node < n and 0 <= stage < n else None
 
@@ -131,10 +231,16 @@ class MatricesView(QWidget):
         self._legend.setTextFormat(Qt.TextFormat.RichText)
         self._legend.setWordWrap(True)
         self._legend.setContentsMargins(6, 2, 6, 0)
+        fit = QToolButton(text="Fit", toolTip="Show the whole matrices (or double-click one)")
+        fit.clicked.connect(self.fit)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 6, 0)
+        top.addWidget(self._legend, 1)
+        top.addWidget(fit)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self._legend)
+        layout.addLayout(top)
         layout.addWidget(self._layout, 1)
 
     def _ensure_plots(self) -> None:
@@ -184,6 +290,11 @@ class MatricesView(QWidget):
             self._restyle()
             self._redraw()
 
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if self._dirty:
+            self._redraw()
+
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:
         self._redraw()
@@ -207,6 +318,9 @@ class MatricesView(QWidget):
     def _on_scene_clicked(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             return
+        if event.double():
+            self.fit()
+            return
         hit = self._hit(event.scenePos())
         graph = self._document.graph
         if hit is not None and graph is not None:
@@ -223,6 +337,10 @@ class MatricesView(QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
+        if not self.isVisible() and self._plots:
+            self._dirty = True  # a hidden tab: nobody looks, so do the work when shown
+            return
+        self._dirty = False
         self._ensure_plots()
         graph = self._document.graph
         result = self._document.result
@@ -232,22 +350,24 @@ class MatricesView(QWidget):
             self._matrices = {}
         colors = colors_for(self)
         n = graph.n if graph is not None else 0
+        names = [node.id for node in graph.nodes] if graph is not None else []
         for (device, which), plot in self._plots.items():
             m = self._matrices.get(device)
             if m is not None:
-                plot.rgba = _cells(graph, m, which, graph.device_index[device], colors)
+                plot.codes, plot.table = _cells(graph, m, which, graph.device_index[device], colors)
             else:  # nothing to show; an empty graph still gets a (transparent) 1x1 image
-                plot.rgba = np.zeros((max(n, 1), max(n, 1), 4), dtype=np.uint8)
-            plot.image.setImage(plot.rgba, levels=(0, 255))
+                plot.codes = np.zeros((max(n, 1), max(n, 1)), dtype=np.uint8)
+                plot.table = np.zeros((1, 4), dtype=np.uint8)
+            plot.image.setImage(plot.codes, lut=plot.table, levels=(0, 255), autoLevels=False)
             plot.image.setRect(QRectF(-0.5, -0.5, max(n, 1), max(n, 1)))
             plot.grid.setData(*_grid(n))
-            margin = max(n, 1)  # loose: a tight limit fights the locked aspect and clips rows
+            # very loose: with the aspect locked, a wide short plot must show far more columns
+            # than exist, and a tighter limit made pyqtgraph cut rows instead (issue 10)
+            margin = 50 * max(n, 1)
             plot.plot.setLimits(xMin=-margin, xMax=n + margin, yMin=-margin, yMax=n + margin)
-            plot.plot.setRange(xRange=(-0.5, n - 0.5), yRange=(-0.5, n - 0.5), padding=0.02)
-            step = max(1, int(np.ceil(n / 12)))
-            ticks = [[(i, str(i)) for i in range(0, n, step)], []]
-            plot.plot.getAxis("bottom").setTicks(ticks)
-            plot.plot.getAxis("left").setTicks(ticks)
+            plot.bottom.set_names(names)
+            plot.left.set_names(names)
+            plot.fit()
         self._draw_highlights()
 
     def _draw_highlights(self) -> None:
@@ -267,25 +387,37 @@ class MatricesView(QWidget):
                 plot.cell.setRect(QRectF(graph.index[op.node] - 0.5, op.stage - 0.5, 1.0, 1.0))
 
 
-def _cells(graph, m: StageMatrices, which: str, device_index: int, colors: Colors) -> np.ndarray:
-    """RGBA cells: outside the triangle greyed; R by node kind (recomputations lighter); S in
-    the device's colour. Built as a small code per cell and one palette lookup, which keeps a
-    2,500-stage schedule's matrices well under a second."""
+def _cells(
+    graph, m: StageMatrices, which: str, device_index: int, colors: Colors
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-byte cell codes and their RGBA colour table: outside the triangle greyed; R by node
+    kind (recomputations lighter); S in the device's colour. A few whole-array passes over
+    uint8 codes keep a 2,500-stage schedule's matrices at tens of milliseconds."""
     n = graph.n
-    stage, node = np.arange(n)[:, None], np.arange(n)[None, :]  # broadcast, no n*n indices
     palette = [QColor(colors.background), QColor(colors.grid), colors.device(device_index)]
-    codes = np.where(node > stage if which == "R" else node >= stage, 1, 0).astype(np.uint8)
+    # 0 inside the triangle, 1 outside (R: right of the diagonal; S: on it or right of it)
+    codes = _outside(n, 1 if which == "R" else 0).copy()
     if which == "S":
-        codes[m.S] = 2
+        np.copyto(codes, np.uint8(2), where=m.S)
     else:
         names = sorted({nd.kind for nd in graph.nodes})
         kind = np.array([names.index(nd.kind) for nd in graph.nodes], dtype=np.uint8)
         palette += [colors.kind(k) for k in names] + [colors.recompute(k) for k in names]
-        first = (3 + kind)[None, :]
-        again = (3 + len(names) + kind)[None, :]
-        codes = np.where(m.R, np.where(node == stage, first, again), codes).astype(np.uint8)
+        again = (3 + len(names) + kind).astype(np.uint8)
+        np.copyto(codes, again[None, :], where=m.R)
+        diagonal = np.arange(n)
+        first = m.R[diagonal, diagonal]
+        codes[diagonal[first], diagonal[first]] = 3 + kind[first]
     table = np.array([_rgba(c) for c in palette], dtype=np.uint8)
-    return table[codes]
+    return codes, table
+
+
+@functools.lru_cache(maxsize=4)
+def _outside(n: int, offset: int) -> np.ndarray:
+    """1 right of diagonal ``offset`` of an n x n matrix, else 0 (cached: a redraw copies it)."""
+    codes = np.triu(np.ones((n, n), dtype=np.uint8), offset)
+    codes.flags.writeable = False
+    return codes
 
 
 def _rgba(color: QColor) -> tuple[int, int, int, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
@@ -89,3 +90,44 @@ def test_selection_in_gantt_reaches_matrices_and_memory(qtbot, document):
         for which in ("R", "S"):
             assert matrices.selected_column(device, which) == 2
     assert memory.selected_curve("gpu").yData.max() == pytest.approx(1.0)
+
+
+def _shows_whole(plot, n: int) -> bool:
+    (x0, x1), (y0, y1) = plot.getViewBox().viewRange()
+    return x0 <= -0.5 and x1 >= n - 0.5 and y0 <= -0.5 and y1 >= n - 0.5
+
+
+@pytest.mark.parametrize("size", [(1400, 420), (500, 900)])
+def test_matrices_show_every_stage_and_node_in_any_shape(qtbot, document, show, size):
+    view = show(MatricesView(document), *size)
+    n = document.graph.n
+    for device in ("cpu", "gpu"):
+        for which in ("R", "S"):
+            qtbot.waitUntil(lambda d=device, w=which: _shows_whole(view.plot(d, w), n))
+
+
+def test_matrices_fit_brings_the_whole_matrix_back_after_a_zoom(qtbot, view, document):
+    n = document.graph.n
+    plot = view.plot("gpu", "R")
+    plot.getViewBox().setRange(xRange=(1, 2), yRange=(1, 2), padding=0)
+    assert not _shows_whole(plot, n)
+    view.fit()
+    qtbot.waitUntil(lambda: _shows_whole(plot, n))
+
+
+def test_matrices_axes_name_the_nodes(view, document):
+    names = [node.id for node in document.graph.nodes]
+    assert [view.axis_label("gpu", "R", "bottom", i) for i in range(len(names))] == names
+    assert view.axis_label("cpu", "S", "left", 2) == f"2 {names[2]}"
+    plot = view.plot("gpu", "R")
+    values = plot.getAxis("bottom").tickValues(-0.5, len(names) - 0.5, 600)
+    assert values and set(values[0][1]) == set(range(len(names)))  # room for every name
+
+
+def test_matrices_draw_as_one_indexed_image_per_matrix(view):
+    for device in ("cpu", "gpu"):
+        for which in ("R", "S"):
+            plot = view.plot(device, which)
+            images = [i for i in plot.items if isinstance(i, pg.ImageItem)]
+            assert len(images) == 1
+            assert images[0].image.dtype == np.uint8 and images[0].image.ndim == 2
