@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from solver.bounds import lower_bound
+from solver.csvsafe import neutralise_row
 from solver.formats import atomic_write_text
 from solver.graph import Graph
 from solver.results.store import ResultStore, StoredResult, default_store_path
@@ -64,17 +65,19 @@ def sweep_csv(points: Sequence[SweepPoint]) -> str:
     for p in points:
         total = "" if p.total_ms is None else f"{p.total_ms:.6g}"
         writer.writerow(
-            [
-                p.device,
-                p.fraction,
-                p.budget,
-                p.result.method,
-                p.result.status.value,
-                total,
-                f"{p.result.seconds:.3f}",
-                p.graph,
-                "yes" if p.from_store else "no",
-            ]
+            neutralise_row(  # ids from a graph file must not run as spreadsheet formulas
+                [
+                    p.device,
+                    p.fraction,
+                    p.budget,
+                    p.result.method,
+                    p.result.status.value,
+                    total,
+                    f"{p.result.seconds:.3f}",
+                    p.graph,
+                    "yes" if p.from_store else "no",
+                ]
+            )
         )
     return buffer.getvalue()
 
