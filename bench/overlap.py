@@ -1,0 +1,125 @@
+"""Benchmark overlap (issue 12, part 2): serial optimum, its concurrent estimate, the
+overlap-optimized makespan and the best single device, at GPU 60 % and 40 % of the no-remat peak.
+
+Per graph and budget (the GPU limited, the host keeping its memory, as in bench/solve.py):
+
+- ``serial``: XEngine's MIQP with HiGHS within ``--time-limit`` (``optimal`` = proven, otherwise
+  the status says it is not), and the greedy heterogeneous heuristic if the MIQP has nothing
+  better; the column names which one it is;
+- ``conc.``: the concurrent makespan of that same schedule (solver/concurrent.py);
+- ``overlap``: the best concurrent makespan of solver/overlap.py's local search started from the
+  serial schedule and from greedy's (``--overlap-time`` seconds each), with that schedule's own
+  serial cost: a heuristic, never a proven optimum;
+- ``single``: the best single device, serial = concurrent: the best of Checkmate's model (HiGHS,
+  same limit; ``optimal`` when proven), checkpoint-all and Chen's greedy on each device.
+
+    .venv/bin/python bench/overlap.py [--time-limit 60] [--overlap-time 15] [--graphs vgg16 unet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from solver.backends import available_backends  # noqa: E402
+from solver.bounds import no_remat_peak  # noqa: E402
+from solver.concurrent import concurrent_makespan  # noqa: E402
+from solver.examples import bundled_graphs  # noqa: E402
+from solver.formats import load_graph  # noqa: E402
+from solver.graph import Graph  # noqa: E402
+from solver.methods import solve  # noqa: E402
+from solver.overlap import optimize_overlap  # noqa: E402
+from solver.solve import SolveOptions, SolveResult  # noqa: E402
+
+GRAPHS = ("vgg16", "resnet18", "unet", "transformer")
+SHARES = (0.6, 0.4)
+
+
+def _budgeted(graph: Graph, share: float) -> Graph:
+    """``gpu=60%`` as solver/cli.py parse_budget reads it: fixed memory + share of the peak."""
+    gpu = graph.device("gpu")
+    return graph.with_budgets({"gpu": gpu.fixed_memory + int(share * no_remat_peak(graph))})
+
+
+def _serial(graph: Graph, options: SolveOptions) -> tuple[SolveResult, SolveResult]:
+    """The MIQP's result and greedy's; the first valid of the better is the serial figure."""
+    return solve(graph, "xengine", options), solve(graph, "greedy")
+
+
+def _single(graph: Graph, options: SolveOptions) -> SolveResult | None:
+    results = []
+    for device in graph.devices:
+        for method in ("checkmate", "checkpoint-all", "chen-greedy"):
+            result = solve(graph, f"{method}:{device.name}", options)
+            if result.ok:
+                results.append(result)
+    return min(results, key=lambda r: r.timeline.total_ms, default=None)
+
+
+def _label(result: SolveResult) -> str:
+    if result.backend == "heuristic":
+        return f"{result.method} (heuristic)"
+    return f"{result.method} {result.status.value}"
+
+
+def run_case(name: str, share: float, args) -> dict:
+    graph = _budgeted(load_graph(bundled_graphs()[name]), share)
+    options = SolveOptions(backend=args.solver, time_limit_s=args.time_limit)
+    started = time.perf_counter()
+    miqp, greedy = _serial(graph, options)
+    valid = [r for r in (miqp, greedy) if r.ok]
+    row = {"graph": name, "budget": f"{share:.0%}"}
+    if not valid:
+        return {**row, "serial": f"none ({miqp.message or miqp.status.value})"}
+    serial = min(valid, key=lambda r: r.timeline.total_ms)
+    row["serial"] = f"{serial.timeline.total_ms:.2f} ({_label(serial)})"
+    row["conc"] = f"{concurrent_makespan(graph, serial.schedule, serial.timeline):.2f}"
+    runs = [
+        optimize_overlap(graph, r.schedule, time_limit_s=args.overlap_time, seed=args.seed)
+        for r in valid
+    ]
+    best = min(runs, key=lambda r: (r.makespan_ms, r.layout.serial_ms))
+    start = valid[runs.index(best)].method
+    row["overlap"] = f"{best.makespan_ms:.2f} (serial {best.layout.serial_ms:.2f}, from {start})"
+    single = _single(graph, options)
+    if single is None:
+        row["single"] = "none fits"
+    else:
+        row["single"] = f"{single.timeline.total_ms:.2f} ({_label(single)})"
+        row["speedup"] = (
+            f"{single.timeline.total_ms / serial.timeline.total_ms:.2f}x / "
+            f"{single.timeline.total_ms / best.makespan_ms:.2f}x"
+        )
+    row["seconds"] = f"{time.perf_counter() - started:.0f}"
+    return row
+
+
+COLUMNS = ("graph", "budget", "serial", "conc", "overlap", "single", "speedup", "seconds")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS))
+    parser.add_argument("--time-limit", type=float, default=60.0, help="per MIQP solve (s)")
+    parser.add_argument("--overlap-time", type=float, default=15.0, help="per local search (s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--solver", default="highs" if "highs" in available_backends() else "cbc")
+    args = parser.parse_args()
+    print(
+        f"serial: MIQP ({args.solver}, {args.time_limit:.0f} s) or greedy, the cheaper; "
+        f"overlap: local search, {args.overlap_time:.0f} s per start, seed {args.seed}; "
+        "times in ms; speedup = best single device / serial, and / overlap makespan"
+    )
+    print(" | ".join(COLUMNS))
+    for name in args.graphs:
+        for share in SHARES:
+            row = run_case(name, share, args)
+            print(" | ".join(row.get(c, "-") for c in COLUMNS), flush=True)
+
+
+if __name__ == "__main__":
+    main()
