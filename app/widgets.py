@@ -1,7 +1,8 @@
 """Small input widgets shared by the panels: a size field with units and a slider with markers.
 
-A size field shows an *exact* value (``29 MB``, ``16 GiB``) when one is short, otherwise a rounded
-one with the exact bytes in its tooltip (``2.56 GiB``, never ``2751027520 B``); it keeps the exact
+A size field shows its value in a binary (IEC) unit like every size in the window, exact when
+short (``16 GiB``), otherwise rounded with the exact bytes in its tooltip (``27.7 MiB``, never
+``2751027520 B``); it accepts any unit typed (``29 MB``) and keeps the exact
 bytes and commits only valid input that the user changed; the slider draws the memory landmarks
 of spec/model.md §4 (lower bound, no-rematerialization peak) as ticks over its groove.
 """
@@ -50,20 +51,23 @@ def exact_size_text(num_bytes: int) -> str:
 
 
 def size_text(num_bytes: int) -> str:
-    """What a size field shows: :func:`exact_size_text` when that needs a unit, else the size
-    to 3 significant digits in a binary unit (finer than ``format_size``'s ``2.6 GiB``).
+    """What a size field shows: always a binary (IEC) unit, so that it reads like every other
+    size in the window; exact when that needs at most 3 decimals, else 3 significant digits
+    (the exact bytes are in the field's tooltip and are kept until the user types).
 
-    >>> size_text(29_000_000), size_text(2751027520), size_text(1023 * 1024**2 + 1), size_text(512)
-    ('29 MB', '2.56 GiB', '1023 MiB', '512 B')
+    >>> size_text(29_000_000), size_text(2751027520), size_text(3 * 1024**2 // 2), size_text(512)
+    ('27.7 MiB', '2.56 GiB', '1.5 MiB', '512 B')
+    >>> size_text(16 * 1024**3), size_text(1023 * 1024**2 + 1)
+    ('16 GiB', '1023 MiB')
     """
-    exact = exact_size_text(num_bytes)
-    if not exact.endswith(" B"):
-        return exact
     for unit, factor in _UNITS[::2]:  # GiB, MiB, KiB
         if num_bytes >= factor:
+            text = f"{num_bytes / factor:.3f}".rstrip("0").rstrip(".")
+            if Fraction(text) * factor == num_bytes:
+                return f"{text} {unit}"
             value = num_bytes / factor
             return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
-    return exact
+    return f"{num_bytes} B"
 
 
 class SizeEdit(QLineEdit):

@@ -41,7 +41,7 @@ from solver.bounds import lower_bound, no_remat_peak
 from solver.graph import Device, Graph
 from solver.units import format_size, parse_bandwidth
 
-__all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS"]
+__all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS", "landmarks_text"]
 
 SLIDER_STEPS = 1000
 LOWER_COLOUR = "#d62728"
@@ -122,17 +122,18 @@ class DeviceRow(QFrame):
             self.slider.setValue(self._to_slider(device.memory))
         self.size_edit.set_value(device.memory)
         self.landmarks_label.setVisible(peak > 0)
-        self.landmarks_label.setText(
-            f"<span style='color:{LOWER_COLOUR}'>\u2502</span> lower bound {format_size(low)}"
-            f"&nbsp;&nbsp;<span style='color:{PEAK_COLOUR}'>\u2502</span> "
-            f"no-remat peak {format_size(peak)}"
+        self.landmarks_label.setText(landmarks_text(device.budget, device.fixed_memory, low, peak))
+        self.percent_label.setText(_percent_text(device.budget, low, peak))
+        self.size_edit.setToolTip(
+            f"Device memory, in total: {device.memory:,} bytes"
             + (
-                f"&nbsp;&nbsp;fixed {format_size(device.fixed_memory)}"
+                f" ({format_size(device.fixed_memory)} fixed + {format_size(device.budget)} "
+                "for activations)"
                 if device.fixed_memory
                 else ""
             )
+            + ". Type a size with a unit (GiB, MiB, GB, MB...)."
         )
-        self.percent_label.setText(_percent_text(device.budget, low, peak))
 
     def _to_slider(self, num_bytes: int) -> int:
         return min(SLIDER_STEPS, round(SLIDER_STEPS * num_bytes / self._scale))
@@ -174,15 +175,36 @@ class DeviceRow(QFrame):
         self._document.edit(RemoveDeviceCommand, self.device_name)
 
 
+def landmarks_text(budget: int, fixed: int, low: int, peak: int) -> str:
+    """The line under a slider: what the size field counts, and the two landmarks.
+
+    The field and the slider count *device memory* (activations plus fixed memory); the
+    landmarks and the percentage count *activations*, as the solver does (spec/model.md §4).
+    Saying both in one line, in one unit family, keeps "2.34 GiB" next to "1.5 GiB" honest.
+    """
+    head = (
+        f"activations {format_size(budget)} + fixed {format_size(fixed)}"
+        if fixed
+        else f"activations {format_size(budget)}"
+    )
+    return (
+        f"{head} &nbsp;<span style='color:{LOWER_COLOUR}'>\u2502</span> lower bound "
+        f"{format_size(low)} &nbsp;<span style='color:{PEAK_COLOUR}'>\u2502</span> "
+        f"no-remat peak {format_size(peak)}"
+    )
+
+
 def _percent_text(budget: int, low: int, peak: int) -> str:
+    """Always the percentage of the no-remat peak (as ``gpu=60%`` on the command line), then
+    what it means: below the lower bound, or nothing recomputed."""
     if peak <= 0:
         return ""
+    text = f"<b>{100 * budget / peak:.0f} %</b> of peak"
     if budget < low:
-        return f"<span style='color:{LOWER_COLOUR}'>below lower bound</span>"
+        return f"{text} \u00b7 <span style='color:{LOWER_COLOUR}'>below lower bound</span>"
     if budget >= peak:
-        ratio = budget / peak
-        return "<b>no remat</b>" + (f" ({ratio:.0f}\u00d7 peak)" if ratio >= 2 else "")
-    return f"<b>{100 * budget / peak:.0f} %</b> of peak"
+        return f"{text} \u00b7 no remat"
+    return text
 
 
 class DevicesPanel(QScrollArea):

@@ -50,7 +50,8 @@ def op_tooltip(op: OpEvent, operator: str, budget: int, reason: str) -> str:
         + (" · <i>recomputation</i>" if op.recompute else ""),
         f"stage {op.stage} · {op.device} · start {format_ms(op.start)} · "
         f"duration {format_ms(op.duration)}",
-        f"memory on {op.device}: {format_size(op.memory)} of {format_size(budget)}",
+        f"activations on {op.device}: {format_size(op.memory)} of the {format_size(budget)} "
+        "activation budget",
     ]
     if op.recompute:
         lines.append("recomputed: " + html.escape(reason))

@@ -42,12 +42,11 @@ class _DevicePlot:
         self.budget = pg.InfiniteLine(angle=0, movable=False)
         self.budget_label = pg.TextItem(anchor=(1.0, 1.0))
         self.peak = pg.ScatterPlotItem(size=9, symbol="t")
-        self.peak_label = pg.TextItem(anchor=(0.0, 1.0))
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
         self.plot.addItem(self.curve)
         self.plot.addItem(self.selected)
         self.plot.addItem(self.peak)
-        for item in (self.budget, self.budget_label, self.peak_label, self.cursor):
+        for item in (self.budget, self.budget_label, self.cursor):
             self.plot.addItem(item, ignoreBounds=True)
         self.scale = 1
         self.unit = "B"
@@ -105,6 +104,25 @@ class MemoryView(QWidget):
         for item in self._plots.values():
             item.plot.setXLink(plot)
 
+    def title(self, device: str) -> str:
+        """The title above ``device``'s plot (plain text)."""
+        return html.unescape(self._plots[device].plot.titleLabel.text)
+
+    def title_text(self, device: str, peak: int, budget: int, off_scale: bool) -> str:
+        """Name the quantity: the curve counts *activations*; the device's memory also holds
+        its fixed part (weights...), which the sliders include and the curve does not."""
+        graph = self._document.graph
+        fixed = graph.device(device).fixed_memory if graph and device in graph.device_index else 0
+        text = f"{device} activations: peak {format_size(peak)}"
+        if budget:
+            text += f" = {peak / budget:.0%} of the {format_size(budget)} activation budget"
+        if off_scale:
+            text += " (budget line off the scale)"
+        if fixed:
+            text += f" \u00b7 device memory {format_size(budget + fixed)} incl. "
+            text += f"{format_size(fixed)} fixed"
+        return text
+
     def resident_at(self, device: str, time: float) -> tuple[int, tuple[str, ...]]:
         """Bytes in use and resident tensors on ``device`` at ``time`` (ms)."""
         timeline = self._document.timeline
@@ -126,8 +144,9 @@ class MemoryView(QWidget):
         if len(names) > _MAX_LISTED:
             shown.append(f"… and {len(names) - _MAX_LISTED} more")
         return (
-            f"<b>{device}</b> at {format_ms(time)}: {format_size(used)} of "
-            f"{format_size(budget)}<br>resident: {', '.join(shown) or 'nothing'}"
+            f"<b>{device}</b> at {format_ms(time)}: activations {format_size(used)} of the "
+            f"{format_size(budget)} activation budget<br>resident: "
+            f"{', '.join(shown) or 'nothing'}"
         )
 
     # ----- building ---------------------------------------------------------------------------
@@ -175,7 +194,6 @@ class MemoryView(QWidget):
             item.budget_label.setColor(colors.budget)
             item.peak.setBrush(colors.peak)
             item.peak.setPen(colors.pen(colors.peak, 1))
-            item.peak_label.setColor(colors.foreground)
             item.cursor.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
@@ -243,7 +261,7 @@ class MemoryView(QWidget):
         shown_budget = budget if budget <= 1.6 * max(peak, 1) else None
         item.unit, item.scale = byte_unit(max(peak, shown_budget or 0))
         item.curve.setData(x, y / item.scale)
-        item.plot.setLabel("left", f"{item.device} ({item.unit})")
+        item.plot.setLabel("left", f"{item.device} activations ({item.unit})")
         top = max(peak, shown_budget or 0) / item.scale * 1.5 or 1.0  # room for the labels
         item.plot.setYRange(0.0, top, padding=0.0)
         extent = end if end > 0 else 1.0  # as the Gantt: an empty plot spans 0..1 ms
@@ -251,22 +269,18 @@ class MemoryView(QWidget):
         item.budget.setVisible(shown_budget is not None)
         item.budget.setPos(budget / item.scale)
         item.budget_label.setVisible(shown_budget is not None)
-        item.budget_label.setText(f"budget {format_size(budget)}")
+        item.budget_label.setText(f"activation budget {format_size(budget)}")
         item.budget_label.setPos(end, budget / item.scale)
         if curve is not None and peak > 0:
             j = int(np.argmax(y))
-            item.peak.setData([x[j]], [peak / item.scale])
-            item.peak_label.setText(f"peak {format_size(peak)}")
-            item.peak_label.setPos(x[j], peak / item.scale)
+            item.peak.setData([x[j]], [peak / item.scale])  # the number is in the title
         else:
             item.peak.setData([], [])
-            item.peak_label.setText("")
-        title = f"{item.device}: peak {format_size(peak)}"
-        if budget:
-            title += f" = {peak / budget:.0%} of its {format_size(budget)} budget"
-        if shown_budget is None and curve is not None:
-            title += " (off the scale)"
-        item.plot.setTitle(title, size="9pt", color=colors_for(self).foreground)
+        item.plot.setTitle(
+            self.title_text(item.device, peak, budget, shown_budget is None and curve is not None),
+            size="9pt",
+            color=colors_for(self).foreground,
+        )
 
     def _draw_selected(self, item: _DevicePlot) -> None:
         """The selected tensor's bytes while it is resident on this device."""

@@ -8,6 +8,7 @@ import pytest
 from app.theme import colors_for
 from app.views.memory import MemoryView
 from app.views.schedule_view import ScheduleView
+from solver.units import format_size
 
 MiB = 2**20
 
@@ -42,7 +43,7 @@ def test_memory_budget_line_only_where_it_is_to_scale(view):
 
 def test_memory_hover_lists_resident_tensors_by_size(view):
     text = view.tooltip_at("gpu", 3.5)
-    assert "3.0 MiB of 3.0 MiB" in text
+    assert "activations 3.0 MiB of the 3.0 MiB activation budget" in text
     assert "resident: b (2.0 MiB), c (1.0 MiB)" in text
     assert view.resident_at("cpu", 6.5) == (2 * MiB, ("a", "c"))
 
@@ -70,3 +71,29 @@ def test_schedule_view_links_the_time_axes_and_draws_the_cursor(qtbot, document)
     document.set_cursor(4)
     lines = [widget.memory.cursor_line(d) for d in ("cpu", "gpu")]
     assert all(line.isVisible() and line.value() == 7.0 for line in lines)
+
+
+def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
+    """The curve counts activations; the title says so and names the fixed memory too."""
+    from app.document import Document
+    from solver.bounds import no_remat_peak
+    from solver.examples import example_path
+    from solver.formats import load_graph
+    from solver.methods import solve
+
+    graph = load_graph(example_path("vgg16"))
+    gpu = graph.device("gpu")
+    graph = graph.with_budgets({"gpu": gpu.fixed_memory + no_remat_peak(graph)})
+    result = solve(graph, "checkpoint-all:gpu")
+    document = Document()
+    document.set_graph(graph)
+    document.set_result(result)
+    view = show(MemoryView(document), 900, 420)
+    title = view.title("gpu")
+    peak = result.timeline.peaks["gpu"]
+    budget = graph.device("gpu").budget
+    assert title.startswith(f"gpu activations: peak {format_size(peak)} = ")
+    assert f"of the {format_size(budget)} activation budget" in title
+    assert f"device memory {format_size(budget + gpu.fixed_memory)} incl." in title
+    assert f"{format_size(gpu.fixed_memory)} fixed" in title
+    assert "activations" in view.plot("gpu").getAxis("left").labelText

@@ -44,3 +44,38 @@ def test_device_size_field_accepts_typed_units(make_window):
     row.size_edit.editingFinished.emit()
     assert window.document.budgets["gpu"] == 2 * 1024**3
     assert row.size_edit.text() == "2 GiB"
+
+
+def test_device_row_says_which_quantity_each_number_counts(make_window):
+    """One word, one quantity: the field counts device memory, the landmarks activations."""
+    from solver.bounds import lower_bound, no_remat_peak
+    from solver.units import format_size
+
+    window = make_window("vgg16")
+    graph = window.document.graph
+    gpu = graph.device("gpu")
+    peak, low = no_remat_peak(graph), lower_bound(graph, "gpu")
+    window.document.edit(SetBudgetCommand, "gpu", gpu.fixed_memory + int(0.6 * peak))
+    row = window.devices_panel.rows["gpu"]
+    device = window.document.graph.device("gpu")
+    text = row.landmarks_label.text()
+    assert f"activations {format_size(device.budget)} + fixed {format_size(gpu.fixed_memory)}" in (
+        text
+    )
+    assert f"lower bound {format_size(low)}" in text and f"peak {format_size(peak)}" in text
+    assert "MB" not in text and "GB" not in text  # one unit family: IEC
+    assert row.size_edit.text().endswith("GiB")
+    assert "Device memory, in total" in row.size_edit.toolTip()
+    # the percentage is always there, also below the lower bound (60 % < vgg16's bound)
+    percent = row.percent_label.text()
+    assert "<b>60 %</b> of peak" in percent and "below lower bound" in percent
+
+
+def test_device_size_field_shows_iec_for_a_typed_si_size(make_window):
+    window = make_window("chain")
+    row = window.devices_panel.rows["gpu"]
+    row.size_edit.setText("29 MB")
+    row.size_edit.editingFinished.emit()
+    assert window.document.budgets["gpu"] == 29_000_000
+    assert row.size_edit.text() == "27.7 MiB"
+    assert "29,000,000" in row.size_edit.toolTip()
