@@ -248,7 +248,9 @@ def _init_worker(cancel, store_path: str | None) -> None:
     _worker_cancel, _worker_store = cancel, store_path
 
 
-def _pool_task(task: SweepTask) -> SweepPoint:
+def _pool_task(task: SweepTask) -> SweepPoint | None:
+    if _worker_cancel is not None and _worker_cancel.is_set():
+        return None  # queued before the cancel: never started, nothing to report
     return run_task(task, _worker_store, cancel=_worker_cancel)
 
 
@@ -288,4 +290,5 @@ def _run_in_pool(
                 except Exception as exc:  # noqa: BLE001 - a dead worker: say so on its point
                     message = f"the worker process failed: {type(exc).__name__}: {exc}"
                     point = task.point(SolveResult(task.method, SolveStatus.ERROR, message=message))
-                arrived(point, task.index)
+                if point is not None:
+                    arrived(point, task.index)

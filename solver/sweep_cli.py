@@ -26,6 +26,7 @@ from solver.formats import atomic_write_text
 from solver.graph import Graph
 from solver.results.store import ResultStore, StoredResult, default_store_path
 from solver.solve import SolveOptions
+from solver.status import SolveStatus
 from solver.sweep import SweepPoint, SweepTask, default_jobs, run_sweep, sweep_tasks
 from solver.units import format_ms, format_size
 
@@ -177,13 +178,20 @@ def run_sweep_command(
         floor = format_size(lower_bound(graph, args.device))
         print(f"({label}: nothing runs on {args.device} below {floor})")
     if cancel.is_set():
-        print(
-            f"cancelled: {len(points)} of {len(tasks)} solves finished"
-            + ("; they are in the result store" if store is not None else ""),
-            file=sys.stderr,
-        )
+        _print_cancelled(points, len(tasks), store is not None)
         return EXIT_NO_SCHEDULE
     return EXIT_OK if any(p.result.ok for p in points) else EXIT_NO_SCHEDULE
+
+
+def _print_cancelled(points: Sequence[SweepPoint], total: int, stored: bool) -> None:
+    finished = sum(p.result.status is not SolveStatus.CANCELLED for p in points)
+    print(
+        f"cancelled: {finished} of {total} solves finished"
+        + (" (they are in the result store)" if stored and finished else "")
+        + f"; {len(points) - finished} stopped early (best schedule so far shown, not stored); "
+        f"{total - len(points)} not started",
+        file=sys.stderr,
+    )
 
 
 def _print_row(p: SweepPoint) -> None:

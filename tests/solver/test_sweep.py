@@ -1,0 +1,177 @@
+"""Sweeps: parallel workers give the serial answers, the store answers repeats, cancels keep
+what finished, and the command streams rows and survives SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from solver.cli import main
+from solver.examples import bundled_graphs
+from solver.formats import load_graph
+from solver.results.store import ResultStore
+from solver.solve import SolveOptions
+from solver.status import SolveStatus
+from solver.sweep import SweepPoint, run_sweep, sweep_tasks
+from solver.sweep_cli import ProgressLine
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = SolveOptions(time_limit_s=20)
+
+
+@pytest.fixture
+def diamond():
+    return load_graph(bundled_graphs()["diamond"])
+
+
+@pytest.fixture
+def tasks(diamond):
+    # quick budgets: no remat needed, and below the GPU's lower bound (moves to the CPU)
+    return sweep_tasks(diamond, "gpu", [1.0, 0.3, 0.1], ["xengine", "checkmate"], FAST, "diamond")
+
+
+@pytest.fixture
+def store(tmp_path):
+    return ResultStore(tmp_path / "results.sqlite3")
+
+
+def _times(points: list[SweepPoint]) -> list[tuple]:
+    return [(p.graph, p.fraction, p.method, p.result.status, p.total_ms) for p in points]
+
+
+def test_pool_gives_the_serial_answers_in_task_order(tasks, store):
+    serial = run_sweep(tasks, jobs=1)
+    arrivals: list[SweepPoint] = []
+    parallel = run_sweep(tasks, jobs=2, store=store, on_point=arrivals.append)
+    assert _times(parallel) == _times(serial)
+    assert sorted(_times(arrivals), key=_times(parallel).index) == _times(parallel)
+    # by hand: at 100 % nothing is recomputed; the sum of the diamond's costs is 5 ms
+    assert parallel[0].total_ms == pytest.approx(5.0)
+    assert all(p.result.timeline.valid for p in parallel)
+    assert not any(p.from_store for p in parallel)
+    assert len(store.rows()) == len(tasks)  # each worker stored its result
+
+
+def test_repeated_sweep_is_served_from_the_store_at_once(tasks, store):
+    first = run_sweep(tasks, jobs=2, store=store)
+    started = time.perf_counter()
+    again = run_sweep(tasks, jobs=2, store=store)
+    elapsed = time.perf_counter() - started
+    assert all(p.from_store for p in again)
+    assert _times(again) == _times(first)
+    assert elapsed < 1.0
+
+
+def test_shorter_limit_in_the_store_is_reported_and_solved_again(tasks, store, diamond):
+    short = sweep_tasks(diamond, "gpu", [1.0], ["xengine"], SolveOptions(time_limit_s=2))
+    from dataclasses import replace
+
+    (point,) = run_sweep(short, store=store)
+    # pretend it ran out of time: FEASIBLE under a 2 s limit is not reusable for 20 s
+    store.put(short[0].graph, "xengine", short[0].options, point.result)
+    with __import__("sqlite3").connect(store.path) as db:
+        db.execute("UPDATE results SET status = 'feasible'")
+    told = []
+    (again,) = run_sweep(
+        [replace(short[0], options=FAST)], store=store, on_stored=lambda t, s: told.append(s)
+    )
+    assert [s.time_limit_s for s in told] == [2.0]
+    assert not again.from_store and again.result.status is SolveStatus.OPTIMAL
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_cancel_keeps_every_finished_point_and_its_stored_row(tasks, store, jobs):
+    cancel = threading.Event()
+    points = run_sweep(
+        tasks, jobs=jobs, store=store, on_point=lambda p: cancel.set(), cancel=cancel
+    )
+    assert 1 <= len(points) < len(tasks)
+    finished = [p for p in points if p.result.status is not SolveStatus.CANCELLED]
+    assert finished
+    stored = {(r.method, r.budgets["gpu"]) for r in store.rows()}
+    for p in finished:
+        assert (p.method, tasks[0].graph.device("gpu").fixed_memory + p.budget) in stored
+
+
+def test_cancel_before_start_solves_nothing(tasks):
+    cancel = threading.Event()
+    cancel.set()
+    assert run_sweep(tasks, jobs=2, cancel=cancel) == []
+
+
+def test_sweep_command_streams_rows_and_writes_a_sorted_csv(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    args = ["sweep", "diamond", "chain", "--device", "gpu", "--from", "100%", "--to", "10%"]
+    args += ["--steps", "2", "--method", "xengine", "--jobs", "2", "-o", str(out)]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    rows = out.read_text().splitlines()
+    assert rows[0] == "device,fraction,budget_bytes,method,status,total_ms,seconds,graph,from_store"
+    assert [(r.split(",")[7], r.split(",")[1]) for r in rows[1:]] == [
+        ("diamond", "1.0"),
+        ("diamond", "0.1"),
+        ("chain", "1.0"),
+        ("chain", "0.1"),
+    ]
+    assert captured.err.count("progress: [") == 4  # not a terminal: plain lines
+    assert "4/4 solves (0 from the store)" in captured.err
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "4/4 solves (4 from the store)" in captured.err
+    assert [r.split(",")[-1] for r in out.read_text().splitlines()[1:]] == ["yes"] * 4
+
+
+def test_progress_line_redraws_in_place_on_a_terminal(tasks):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    progress = ProgressLine(4, stream)
+    progress.advance(SweepPoint("gpu", 1.0, 1, "xengine", None, "g", from_store=True))
+    assert stream.getvalue().startswith("\r\x1b[K[######..................] 1/4 solves (1 from")
+    assert "\n" not in stream.getvalue()
+
+
+def _sweep_process(tmp_path: Path, jobs: int) -> subprocess.Popen:
+    # diamond is quick; VGG16 at 60 % runs into its time limit: the sweep is surely running
+    # when the signal comes
+    command = [sys.executable, "main.py", "sweep", "diamond", "vgg16", "--device", "gpu"]
+    command += ["--from", "100%", "--to", "60%", "--steps", "2", "--method", "xengine"]
+    command += ["--time-limit", "120", "--jobs", str(jobs), "-o", str(tmp_path / "out.csv")]
+    env = dict(os.environ, XENGINE_STORE=str(tmp_path / "results.sqlite3"))
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+@pytest.mark.parametrize(("sig", "jobs"), [(signal.SIGINT, 2), (signal.SIGTERM, 2)])
+def test_killed_sweep_keeps_every_finished_result(tmp_path, sig, jobs):
+    process = _sweep_process(tmp_path, jobs)
+    try:
+        header = process.stdout.readline()
+        assert header.startswith("network")
+        first = process.stdout.readline()
+        assert first.startswith("diamond")
+        process.send_signal(sig)
+        rest, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    rows = [first, *rest.splitlines()]
+    finished = [r for r in rows if " optimal " in r or " feasible " in r]
+    assert process.returncode == 1
+    assert f"cancelled: {len(finished)} of 4 solves finished (they are in the result store)" in err
+    stored = ResultStore(tmp_path / "results.sqlite3").rows()
+    assert len(stored) >= len(finished) >= 1
+    csv_rows = (tmp_path / "out.csv").read_text().splitlines()[1:]
+    assert len(csv_rows) == len([r for r in rows if r.startswith(("diamond", "vgg16"))])
