@@ -4,8 +4,11 @@ Method names: ``xengine`` (the MIQP over all devices), ``greedy`` (heterogeneous
 cheapest fitting device without recomputation, or Chen's checkpointing over a placement),
 ``checkmate`` (the same model on each single device, the best one wins), ``checkpoint-all``,
 ``chen-sqrtn``, ``chen-greedy``; a single-device method may name its device, e.g.
-``checkmate:gpu``. Every result has been replayed by the simulator, and :func:`compare` lines
-them up against the best single device, XEngine's claim.
+``checkmate:gpu``. ``overlap`` (solver/overlap.py) starts from XEngine's and greedy's
+schedules and minimises the concurrent makespan (devices and links in parallel) by local
+search, taking up to twice the time limit (the MIQP, then the search).
+Every result has been replayed by the simulator, and :func:`compare` lines them up against
+the best single device, XEngine's claim.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from solver.bounds import explain_infeasible
 from solver.errors import XEngineError
 from solver.graph import Graph
 from solver.greedy import best_heterogeneous
+from solver.overlap import solve_overlap
 from solver.schedule import Schedule, SolverInfo
 from solver.simulate import simulate
 from solver.solve import ProgressCallback, SolveOptions, SolveResult, solve_xengine
@@ -35,7 +39,7 @@ __all__ = [
 ]
 
 SINGLE_DEVICE_METHODS = ("checkmate", "checkpoint-all", "chen-sqrtn", "chen-greedy")
-METHODS = ("xengine", "greedy", *SINGLE_DEVICE_METHODS)
+METHODS = ("xengine", "greedy", "overlap", *SINGLE_DEVICE_METHODS)
 
 
 def parse_method(graph: Graph, method: str) -> tuple[str, list[str]]:
@@ -51,7 +55,7 @@ def parse_method(graph: Graph, method: str) -> tuple[str, list[str]]:
             f"unknown device {device!r} in method {method!r}; devices are "
             f"{', '.join(graph.device_index)}"
         )
-    if name in ("xengine", "greedy") and device:
+    if name in ("xengine", "greedy", "overlap") and device:
         raise XEngineError(f"{name} runs on all devices; drop the ':device' part")
     return name, [device] if device else [d.name for d in graph.devices]
 
@@ -74,6 +78,9 @@ def solve(
     name, devices = parse_method(graph, method)
     if name == "xengine":
         return solve_xengine(graph, options, on_progress, cancel)
+    if name == "overlap":
+        starts = [solve(graph, "xengine", options, on_progress, cancel), solve(graph, "greedy")]
+        return solve_overlap(graph, starts, options, cancel)
     if name == "greedy":
         started = time.perf_counter()
         found = best_heterogeneous(graph)

@@ -26,14 +26,17 @@ from __future__ import annotations
 import random
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from solver.concurrent import ConcurrentLayout, concurrent_layout
 from solver.graph import Graph
-from solver.schedule import Operation, Schedule, Stage
+from solver.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.simulate import simulate
+from solver.solve import SolveOptions, SolveResult
+from solver.status import SolveStatus
 
-__all__ = ["OverlapResult", "optimize_overlap"]
+__all__ = ["OverlapResult", "optimize_overlap", "solve_overlap"]
 
 _EPS = 1e-9
 
@@ -185,6 +188,53 @@ class _Search:
                     current, layout = candidate, trial
                     break
         return (current, layout) if layout is not None else None
+
+
+def solve_overlap(
+    graph: Graph,
+    starts: Sequence[SolveResult],
+    options: SolveOptions = SolveOptions(),
+    cancel: threading.Event | None = None,
+) -> SolveResult:
+    """The ``overlap`` method: :func:`optimize_overlap` from each valid start, the best kept.
+
+    ``starts`` are results of other methods (``solver.methods`` passes XEngine's and greedy's);
+    the search gets ``options.time_limit_s`` shared among the valid ones. The result is a
+    heuristic (status ``feasible``): its ``objective`` and ``timeline`` are the serial replay,
+    as for every method; ``message`` gives the concurrent makespan and where it started.
+    """
+    valid = [r for r in starts if r.ok]
+    if not valid:
+        why = "; ".join(f"{r.method}: {r.message or r.status.value}" for r in starts)
+        status = starts[0].status if starts else SolveStatus.CANCELLED
+        return SolveResult("overlap", status, message=f"no schedule to start from ({why})")
+    started = time.perf_counter()
+    share = options.time_limit_s / len(valid)
+    runs = [optimize_overlap(graph, r.schedule, time_limit_s=share, cancel=cancel) for r in valid]
+    best = min(runs, key=lambda r: (r.makespan_ms, r.layout.serial_ms))
+    origin = valid[runs.index(best)].method
+    seconds = sum(r.seconds for r in valid) + time.perf_counter() - started
+    serial = best.layout.serial
+    info = SolverInfo(
+        method="overlap",
+        backend="heuristic",
+        status=SolveStatus.FEASIBLE,
+        objective=serial.total_ms,
+        seconds=seconds,
+    )
+    return SolveResult(
+        "overlap",
+        SolveStatus.FEASIBLE,
+        replace(best.schedule, solver=info),
+        serial,
+        serial.total_ms,
+        seconds=seconds,
+        backend="heuristic",
+        message=(
+            f"concurrent makespan {best.makespan_ms:.6g} ms (from {best.start_makespan_ms:.6g} ms "
+            f"of {origin}'s schedule); local search, not a proven optimum"
+        ),
+    )
 
 
 def _better(trial: ConcurrentLayout, current: ConcurrentLayout) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -9,13 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
 from solver.baselines import checkpoint_all, chen_sqrtn
+from solver.cli import main
 from solver.concurrent import concurrent_makespan
-from solver.formats import graph_from_dict
+from solver.errors import XEngineError
+from solver.formats import graph_from_dict, save_graph
 from solver.generators import unit_chain
 from solver.graph import Device, Edge, Link, Node, make_graph
-from solver.methods import solve
+from solver.methods import parse_method, solve
 from solver.overlap import optimize_overlap
 from solver.simulate import check_schedule
+from solver.solve import SolveOptions
 
 
 def _side_branch():
@@ -79,3 +83,20 @@ def test_overlap_on_random_graphs_is_valid_and_never_worse(doc):
         assert found.makespan_ms <= found.start_makespan_ms + 1e-9
         assert found.makespan_ms == pytest.approx(concurrent_makespan(graph, found.schedule))
         assert found.makespan_ms <= found.layout.serial_ms + 1e-9
+
+
+def test_overlap_method_runs_through_solve_and_the_command_line(tmp_path, capsys):
+    """XEngine's serial optimum of the side branch is a (CPU) + b (GPU) + c (CPU): 3 + 1 + 3 =
+    7 ms serial, 6 ms concurrent, which is the lower bound: the method returns 6 ms."""
+    graph = _side_branch()
+    result = solve(graph, "overlap", SolveOptions(time_limit_s=10))
+    assert result.ok and result.method == "overlap"
+    assert result.timeline.total_ms == check_schedule(graph, result.schedule).total_ms
+    assert concurrent_makespan(graph, result.schedule) == 6.0
+    assert "concurrent makespan 6 ms" in result.message
+    path = tmp_path / "side.graph.json"
+    save_graph(graph, path)
+    assert main(["solve", str(path), "--method", "overlap", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["concurrent_ms"] == 6.0
+    with pytest.raises(XEngineError, match="overlap runs on all devices"):
+        parse_method(graph, "overlap:gpu")
