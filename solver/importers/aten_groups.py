@@ -1,0 +1,417 @@
+"""Group the ATen ops of a captured joint graph into the nodes of a training graph.
+
+A *value* is the output of one ATen op. Views (``t``, ``view``, ``transpose``, ``_unsafe_view``,
+``getitem`` of ``split``, ...) and in-place ops share the storage of their first argument, so
+they are never a node's memory: every value is charged to its *base*, the op that allocated the
+storage. Each non-view op is *owned* by exactly one group:
+
+* ``level="op"``: one forward group per allocating forward op (in-place ops and the outputs of a
+  multi-output op join the op that allocated their storage); the backward ops of a forward op
+  (same autograd sequence number) form its backward group.
+* ``level="layer"``: forward ops are cut into contiguous runs of the same innermost module
+  (``enc.layers.2.self_attn``); a run without GEMM, convolution or attention (dropout, norm,
+  activation, residual add) joins the run before it, like conv+BN+ReLU. Contiguous runs of a
+  topological order cannot form a cycle. Each layer's backward ops form ``<layer>.grad``.
+* The loss function's ops, forward and backward, are the ``loss`` node. Gradient accumulation
+  between ``grad_fn`` calls joins the group that reads the sum.
+
+A group's *outputs* are the values it owns that another group reads (through any chain of
+views); its memory is their bytes. Parameter gradients read by nobody but the graph output are
+``fixed_memory`` (as the parameters), not activation memory. Edges: a group depends on the
+owner of every value it reads, so a backward group depends on the saved tensors it uses and on
+the incoming gradients, exactly as PyTorch's joint graph says.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from solver.importers.aten_capture import JointCapture, node_tag
+from solver.training import LOSS_ID, backward_id
+
+__all__ = [
+    "LEVELS",
+    "OpGroup",
+    "GroupPlan",
+    "plan_groups",
+    "op_flops",
+    "flop_mapping",
+    "is_view",
+    "is_inplace",
+    "value_bytes",
+    "op_bytes",
+    "last_uses",
+]
+
+LEVELS = ("layer", "op")
+_HEAVY = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "matmul"}
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """One node of the training graph: the ATen ops it runs and the values it keeps."""
+
+    id: str
+    kind: str
+    ops: tuple[str, ...]
+    outputs: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    memory: int = 0
+    kept: int = 0
+    flops: float = 0.0
+    bytes_accessed: float = 0.0
+    of: str | None = None
+    module: str = ""
+    shape: tuple[int, ...] = ()
+    aten: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """The grouping of a capture: groups in a topological order, and who owns which value."""
+
+    capture: JointCapture
+    level: str
+    groups: tuple[OpGroup, ...]
+    owner: dict[str, str] = field(default_factory=dict)
+    grads: tuple[str, ...] = ()
+
+    def group(self, group_id: str) -> OpGroup:
+        """The group called ``group_id``."""
+        return next(g for g in self.groups if g.id == group_id)
+
+    @property
+    def forward_flops(self) -> float:
+        """FLOPs of the model's forward ops (the loss excluded), as FlopCounterMode counts."""
+        return sum(g.flops for g in self.groups if g.kind == "forward")
+
+
+def is_view(node: Any) -> bool:
+    """Whether the op's output shares its first argument's storage without writing to it."""
+    target = node.target
+    if target is operator.getitem:
+        return is_view(node.args[0]) if hasattr(node.args[0], "target") else False
+    name = getattr(target, "__name__", "")
+    if name.startswith(("_unsafe_view", "alias")):
+        return True
+    return bool(getattr(target, "is_view", False))
+
+
+def is_inplace(node: Any) -> bool:
+    """Whether the op writes into an argument (``bernoulli_``, ``add_`` on running stats)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return False
+    return any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+
+def value_bytes(node: Any) -> int:
+    """Bytes of the storage a value allocates (0 for non-tensors)."""
+    val = node.meta.get("val")
+    if not hasattr(val, "shape") or not hasattr(val, "dtype"):
+        return 0
+    return math.prod(val.shape) * val.dtype.itemsize
+
+
+@cache
+def flop_mapping() -> dict[Any, Any]:
+    """FLOP formulas the registry lacks: the CPU flash-attention kernels (same formula as the
+    CUDA flash kernel; FlopCounterMode counts 0 for them on the CPU). Raw shape functions, as
+    ``FlopCounterMode(custom_mapping=...)`` takes them."""
+    import torch
+    from torch.utils import flop_counter
+
+    aten = torch.ops.aten
+    return {
+        aten._scaled_dot_product_flash_attention_for_cpu: flop_counter.sdpa_flop,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: (
+            flop_counter.sdpa_backward_flop
+        ),
+    }
+
+
+@cache
+def _flop_table() -> dict[Any, Any]:
+    from torch.utils import flop_counter
+
+    extra = {k: flop_counter.shape_wrapper(v) for k, v in flop_mapping().items()}
+    return {**flop_counter.flop_registry, **extra}
+
+
+def op_flops(node: Any) -> float:
+    """FLOPs of one ATen op by ``torch.utils.flop_counter``'s formulas (0 if it has none)."""
+    import torch
+
+    target = node.target
+    packet = getattr(target, "overloadpacket", None)
+    formula = _flop_table().get(packet)
+    if formula is None:
+        return 0.0
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
+    return float(formula(*args, **kwargs, out_val=node.meta.get("val")))
+
+
+def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
+    """Group the ops of ``capture`` at ``level`` (``"layer"`` or ``"op"``).
+
+    Raises
+    ------
+    ValueError
+        If ``level`` is not one of :data:`LEVELS`.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
+    nodes = list(capture.gm.graph.nodes)
+    base = _bases(nodes)
+    owned = [n for n in nodes if n.op == "call_function" and not is_view(n)]
+    forward_group = _forward_groups(owned, base, level)
+    owner = _assign(nodes, owned, base, forward_group)
+    output = next(n for n in nodes if n.op == "output")
+    grads = _grad_values(output, base)
+    groups = _build(owned, owner, base, grads, {n.name: n for n in nodes})
+    return GroupPlan(capture, level, groups, owner, tuple(sorted(grads)))
+
+
+def _bases(nodes: list) -> dict[str, str]:
+    """Value -> the value that allocated its storage (itself for allocating ops)."""
+    base: dict[str, str] = {}
+    for n in nodes:
+        if n.op == "call_function" and (is_view(n) or is_inplace(n)) and n.args:
+            first = n.args[0]
+            base[n.name] = base.get(getattr(first, "name", ""), n.name)
+        elif n.op == "call_function" and n.target is operator.getitem:
+            base[n.name] = n.name
+        else:
+            base[n.name] = n.name
+    return base
+
+
+def _module(node) -> str:
+    return node_tag(node).get("module", "")
+
+
+def _phase(node) -> str:
+    return node_tag(node).get("phase", "forward")
+
+
+def _op_name(node) -> str:
+    return str(getattr(node.target, "__name__", node.target)).split(".")[0]
+
+
+def _forward_groups(owned: list, base: dict[str, str], level: str) -> dict[str, str]:
+    """Forward op name -> forward group id (the loss ops -> ``loss``)."""
+    result: dict[str, str] = {}
+    attached: dict[str, str] = {}  # in-place ops and getitems -> the op owning their storage
+    segments: list[dict] = []
+    where: dict[str, int] = {}
+    for n in owned:
+        if _phase(n) == "backward":
+            continue
+        if _phase(n) == "loss":
+            result[n.name] = LOSS_ID
+            continue
+        anchor = n.args[0].name if n.target is operator.getitem else base[n.name]
+        if anchor != n.name and anchor in where:
+            attached[n.name] = anchor
+            where[n.name] = where[anchor]
+            continue
+        key = _module(n) if level == "layer" else f"{_module(n)}.{n.name}".lstrip(".")
+        if not (level == "layer" and segments and segments[-1]["key"] == key):
+            segments.append({"key": key, "name": key or n.name, "heavy": False, "ops": []})
+        segments[-1]["heavy"] |= _is_heavy(n)
+        segments[-1]["ops"].append(n.name)
+        where[n.name] = len(segments) - 1
+    merged = _merge_light(segments) if level == "layer" else segments
+    for seg, name in zip(merged, _unique_ids([seg["name"] for seg in merged]), strict=True):
+        for op in seg["ops"]:
+            result[op] = name
+    for op, anchor in attached.items():
+        result[op] = result[anchor]
+    return result
+
+
+def _is_heavy(node) -> bool:
+    name = _op_name(node)
+    return name in _HEAVY or "scaled_dot_product" in name
+
+
+def _merge_light(segments: list[dict]) -> list[dict]:
+    """A run without a heavy op joins the run before it (conv+BN+ReLU, linear+dropout)."""
+    merged: list[dict] = []
+    for seg in segments:
+        if merged and not seg["heavy"]:
+            merged[-1] = {**merged[-1], "ops": merged[-1]["ops"] + seg["ops"]}
+        else:
+            merged.append(seg)
+    return merged
+
+
+def _unique_ids(keys: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for key in keys:
+        seen[key] = seen.get(key, 0) + 1
+        out.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return out
+
+
+def _assign(
+    nodes: list, owned: list, base: dict[str, str], forward_group: dict[str, str]
+) -> dict[str, str]:
+    """Every owned op -> its group id (forward, ``loss`` or ``<forward>.grad``)."""
+    creator: dict[int, Any] = {}
+    for n in nodes:
+        if n.op == "call_function" and _phase(n) != "backward":
+            creator.setdefault(n.meta.get("seq_nr", -1), n)
+    owner: dict[str, str] = dict(forward_group)
+    pending = []
+    for n in owned:
+        if n.name in owner:
+            continue
+        anchor = n.args[0].name if n.target is operator.getitem else base[n.name]
+        if anchor != n.name and anchor in owner:
+            owner[n.name] = owner[anchor]
+            continue
+        fwd = creator.get(node_tag(n).get("grad_of"))
+        group = forward_group.get(base[fwd.name]) if fwd is not None else None
+        if group is None:
+            pending.append(n)
+        else:
+            owner[n.name] = group if group == LOSS_ID else backward_id(group)
+    for n in reversed(pending):  # accumulation: join the group that reads the sum
+        readers = [owner.get(u.name) for u in _readers(n)]
+        owner[n.name] = next((r for r in readers if r), None) or _producer_group(n, owner)
+    return owner
+
+
+def _readers(node) -> Iterable:
+    """Owned ops reading ``node``, through views."""
+    for user in node.users:
+        if user.op != "call_function":
+            continue
+        if is_view(user):
+            yield from _readers(user)
+        else:
+            yield user
+
+
+def _producer_group(node, owner: dict[str, str]) -> str:
+    groups = [owner.get(a.name) for a in node.all_input_nodes if owner.get(a.name)]
+    return groups[-1] if groups else LOSS_ID
+
+
+def _grad_values(output, base: dict[str, str]) -> set[str]:
+    """Values the graph output reads (the loss and the parameter gradients), as bases."""
+    return {base[n.name] for n in output.all_input_nodes}
+
+
+def _sources(node, owner: dict[str, str], base: dict[str, str], group: str) -> set[str]:
+    """External values an op of ``group`` reads: owned by other groups, through views."""
+    found: set[str] = set()
+    todo = list(node.all_input_nodes)
+    while todo:
+        arg = todo.pop()
+        if arg.op == "placeholder":
+            continue
+        if arg.op == "call_function" and is_view(arg):
+            todo.extend(arg.all_input_nodes)
+            continue
+        root = base[arg.name] if is_inplace(arg) else arg.name
+        if owner.get(root, owner.get(arg.name)) != group:
+            found.add(root)
+    return found
+
+
+def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
+    members: dict[str, list] = {}
+    for n in owned:
+        members.setdefault(owner[n.name], []).append(n)
+    reads = {
+        g: sorted({v for n in ops for v in _sources(n, owner, base, g)}, key=str)
+        for g, ops in members.items()
+    }
+    read_by_others = {v for vs in reads.values() for v in vs}
+    by_name = {n.name: n for n in owned}
+    groups = []
+    for gid, ops in members.items():
+        outputs = [n.name for n in ops if n.name in read_by_others]
+        kind = "loss" if gid == LOSS_ID else ("backward" if gid.endswith(".grad") else "forward")
+        last = next((by_name[o] for o in reversed(outputs)), ops[-1])
+        val = last.meta.get("val")
+        groups.append(
+            OpGroup(
+                id=gid,
+                kind=kind,
+                ops=tuple(n.name for n in ops),
+                outputs=tuple(outputs),
+                reads=tuple(reads[gid]),
+                memory=max(
+                    sum(value_bytes(by_name[o]) for o in outputs),
+                    working_bytes(
+                        [n.name for n in ops], nodes_by_name, owner, base, gid, set(outputs)
+                    ),
+                ),
+                kept=sum(value_bytes(by_name[o]) for o in outputs),
+                flops=sum(op_flops(n) for n in ops if _phase(n) != "loss" or kind == "loss"),
+                bytes_accessed=float(sum(op_bytes(n) for n in ops)),
+                of=gid.removesuffix(".grad") if kind == "backward" else None,
+                module=_module(ops[0]) if kind == "forward" else "",
+                shape=tuple(val.shape) if hasattr(val, "shape") else (),
+                aten=tuple(dict.fromkeys(_op_name(n) for n in ops if not is_inplace(n))),
+            )
+        )
+    return _order(groups, grads)
+
+
+def last_uses(ops: tuple[str, ...], nodes: Mapping[str, Any], owner: Mapping[str, str], gid: str):
+    """Value -> index of the last op of group ``gid`` (ops ``ops``) that reads it, through the
+    views and in-place ops of other groups that an op resolves on the fly."""
+    last: dict[str, int] = {}
+    for j, name in enumerate(ops):
+        todo = list(nodes[name].all_input_nodes)
+        while todo:
+            arg = todo.pop()
+            last[arg.name] = j
+            if arg.op == "call_function" and owner.get(arg.name) != gid:
+                if is_view(arg) or is_inplace(arg):
+                    todo.extend(arg.all_input_nodes)
+    return last
+
+
+def working_bytes(ops, nodes, owner, base, gid: str, keep: set[str]) -> int:
+    """Peak bytes of the storages a group allocates while it runs: an allocation lives until
+    the last read of it or of any alias, longer if it is kept (``keep``)."""
+    last = last_uses(tuple(ops), nodes, owner, gid)
+    end: dict[str, int] = {}
+    for j, name in enumerate(ops):
+        root = base[name]
+        end[root] = max(end.get(root, j), last.get(name, j), j)
+    live: dict[str, int] = {}
+    peak = 0
+    for j, name in enumerate(ops):
+        if base[name] == name:
+            live[name] = value_bytes(nodes[name])
+        peak = max(peak, sum(live.values()))
+        for root in [r for r in live if end.get(r, j) <= j and r not in keep]:
+            del live[root]
+    return peak
+
+
+def op_bytes(node) -> int:
+    """Memory traffic of one op for the roofline: tensor inputs read + outputs written."""
+    if node.target is operator.getitem:
+        return 0
+    read = sum(value_bytes(a) for a in node.all_input_nodes)
+    return read + value_bytes(node)
+
+
+def _order(groups: list[OpGroup], grads: set[str]) -> tuple[OpGroup, ...]:
+    """Forward groups, the loss, then backward groups, each in first-op order (topological
+    up to ties; :func:`solver.graph.make_graph` sorts if needed)."""
+    rank = {"forward": 0, "loss": 1, "backward": 2}
+    return tuple(sorted(groups, key=lambda g: rank[g.kind]))

@@ -1,0 +1,447 @@
+"""Run one training step by a schedule, on torch devices, and measure it against the simulator.
+
+The graph's nodes are groups of ATen ops of PyTorch's joint graph
+(:mod:`solver.importers.aten_groups`), so a node runs by calling its ATen ops on real tensors.
+The executor follows the simulator's replay of the schedule (:func:`solver.simulate.simulate`):
+stage by stage, each operation runs its node's ops on the torch device its schedule device is
+mapped to, an input read from another device is copied with ``.to(copy=True)`` for that
+operation only, a tensor is released exactly where the timeline frees it, and whatever a stage
+does not keep is released at its end. A recomputation runs the node's ops again; random ops
+(dropout) replay the generator state of the node's first run, so a recomputed mask equals the
+original one.
+
+Measured: time per operation and per copy (thread CPU time with one torch thread on the CPU,
+wall clock with CUDA synchronisation on a GPU), and the peak activation bytes per schedule
+device, counted as the unique storages of the tensors the executor holds for that device
+(kept outputs, the running node's intermediates, copied inputs); with CUDA,
+``torch.cuda.max_memory_allocated`` is reported beside it. Parameters, buffers, the input and
+the parameter gradients are fixed memory, not counted, as in the graph. Finally the parameter
+gradients are compared with a plain ``loss.backward()`` of the same model, input and seed.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import operator
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from solver.errors import XEngineError
+from solver.graph import Graph
+from solver.importers._deps import require_torch
+from solver.importers.aten_capture import loss_of
+from solver.importers.aten_groups import GroupPlan, is_inplace, is_view, last_uses
+from solver.schedule import Schedule
+from solver.simulate import check_schedule, effective_graph
+
+__all__ = [
+    "ExecutionError",
+    "ExecutionReport",
+    "execute_schedule",
+    "measure_group_times",
+    "reference_gradients",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class ExecutionError(XEngineError):
+    """The schedule cannot be executed (wrong graph, unknown device, no CUDA)."""
+
+
+@dataclass(frozen=True)
+class ExecutionReport:
+    """Measured and predicted time and peak memory of one executed training step."""
+
+    measured_ms: float
+    measured_peak: dict[str, int]
+    predicted_ms: float
+    predicted_peak: dict[str, int]
+    budgets: dict[str, int]
+    gradients_match: bool
+    max_abs_error: float
+    device_map: dict[str, str]
+    op_ms: tuple[tuple[int, str, str, float, bool], ...] = ()
+    copy_ms: float = 0.0
+    cuda_peak: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document of ``main.py execute``."""
+        return {
+            "measured": {
+                "total_ms": round(self.measured_ms, 3),
+                "copy_ms": round(self.copy_ms, 3),
+                "peak_bytes": dict(self.measured_peak),
+                **({"cuda_max_allocated": dict(self.cuda_peak)} if self.cuda_peak else {}),
+            },
+            "predicted": {
+                "total_ms": round(self.predicted_ms, 3),
+                "peak_bytes": dict(self.predicted_peak),
+            },
+            "budget_bytes": dict(self.budgets),
+            "gradients_match": self.gradients_match,
+            "max_abs_gradient_error": self.max_abs_error,
+            "device_map": dict(self.device_map),
+        }
+
+
+def execute_schedule(
+    plan: GroupPlan,
+    graph: Graph,
+    schedule: Schedule,
+    device_map: Mapping[str, str] | None = None,
+    *,
+    seed: int = 0,
+) -> ExecutionReport:
+    """Run one training step of ``plan`` by ``schedule`` and compare it with the simulator.
+
+    Parameters
+    ----------
+    plan
+        The grouping the graph was built from (same model, input shape and level).
+    graph
+        The graph the schedule is for; its node ids must be the plan's group ids.
+    schedule
+        A valid schedule for ``graph`` (it is replayed strictly first).
+    device_map
+        Schedule device -> torch device (``{"gpu": "cuda:0", "cpu": "cpu"}``); a device not
+        named maps to ``cpu`` if it is called ``cpu`` and to ``cuda:0`` otherwise.
+
+    Raises
+    ------
+    ExecutionError
+        If the graph and the plan differ, or a device cannot be used.
+    ScheduleViolation
+        If the schedule breaks a rule of the model on ``graph``.
+    """
+    torch = require_torch("the schedule executor")
+    _check_same_nodes(plan, graph)
+    sized = effective_graph(graph, schedule)
+    timeline = check_schedule(sized, schedule)
+    mapping = _device_map(torch, [d.name for d in graph.devices], device_map or {})
+    model, x = _build(torch, plan, seed)
+    reference = reference_gradients(plan, seed, model=model, x=x)
+    runtime = _Runtime(torch, plan, mapping, model, x)
+    torch.manual_seed(seed + 1)
+    op_ms = []
+    with _one_thread(torch, mapping):
+        for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
+            ms = runtime.run_group(op.node, op.device, op.inputs)
+            op_ms.append((t, op.node, op.device, ms, event.recompute))
+            for device, tensor in event.freed:
+                runtime.release(device, tensor)
+            if _last_of_stage(schedule, t, op):
+                runtime.end_stage(schedule.stages[t].keep)
+    grads = runtime.gradients()
+    match, error = _compare(torch, grads, reference)
+    return ExecutionReport(
+        measured_ms=sum(row[3] for row in op_ms) + runtime.copy_ms,
+        measured_peak=dict(runtime.peak),
+        predicted_ms=timeline.total_ms,
+        predicted_peak=timeline.peaks,
+        budgets={d.name: d.budget for d in sized.devices},
+        gradients_match=match,
+        max_abs_error=error,
+        device_map={k: str(v) for k, v in mapping.items()},
+        op_ms=tuple(op_ms),
+        copy_ms=runtime.copy_ms,
+        cuda_peak=runtime.cuda_peaks(),
+    )
+
+
+def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -> dict[str, float]:
+    """Milliseconds of every node on this CPU: the step run node by node, keeping everything,
+    median of ``repeats`` runs after ``warmup`` (thread CPU time, one torch thread)."""
+    import statistics
+
+    torch = require_torch("measured costs")
+    model, x = _build(torch, plan, 0)
+    samples: dict[str, list[float]] = {g.id: [] for g in plan.groups}
+    mapping = {"cpu": torch.device("cpu")}
+    with _one_thread(torch, mapping):
+        for run in range(warmup + max(repeats, 1)):
+            runtime = _Runtime(torch, plan, mapping, model, x)
+            for group in plan.groups:
+                ms = runtime.run_group(group.id, "cpu", {})
+                if run >= warmup:
+                    samples[group.id].append(ms)
+    return {gid: statistics.median(values) for gid, values in samples.items()}
+
+
+def reference_gradients(
+    plan: GroupPlan, seed: int = 0, *, model: Any = None, x: Any = None
+) -> dict[str, Any]:
+    """Parameter gradients of a plain ``loss.backward()`` on the same model, input and seed."""
+    torch = require_torch("the schedule executor")
+    if model is None:
+        model, x = _build(torch, plan, seed)
+    model = copy.deepcopy(model)
+    torch.manual_seed(seed + 1)
+    loss_of(model(x)).backward()
+    params = dict(model.named_parameters())
+    return {
+        name: (params[name].grad if params[name].grad is not None else torch.zeros_like(p))
+        for name, p in params.items()
+    }
+
+
+# ----- the runtime -----------------------------------------------------------------------------
+class _Runtime:
+    """Tensors per schedule device, the running node's intermediates, and the byte counts."""
+
+    def __init__(self, torch, plan: GroupPlan, mapping: Mapping[str, Any], model, x) -> None:
+        self.torch, self.plan, self.mapping = torch, plan, dict(mapping)
+        graph = plan.capture.gm.graph
+        self.nodes = {n.name: n for n in graph.nodes}
+        self.groups = {g.id: g for g in plan.groups}
+        self.output = next(n for n in graph.nodes if n.op == "output")
+        placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
+        params = dict(model.named_parameters())
+        buffers = {name: b.clone() for name, b in model.named_buffers()}
+        values = [x, *(params[n].detach() for n in plan.capture.param_names)]
+        values += [buffers[n] for n in plan.capture.buffer_names]
+        self.inputs: dict[Any, dict[str, Any]] = {}
+        for device in {str(d): d for d in self.mapping.values()}.values():
+            self.inputs[str(device)] = {
+                name: v.to(device) for name, v in zip(placeholders, values, strict=True)
+            }
+        self.store: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in self.mapping}
+        self.finals: dict[str, Any] = {}
+        self.rng: dict[str, Any] = {}
+        self.peak: dict[str, int] = dict.fromkeys(self.mapping, 0)
+        self.copy_ms = 0.0
+        self.last_use = {g.id: last_uses(g.ops, self.nodes, plan.owner, g.id) for g in plan.groups}
+
+    # ----- running a node --------------------------------------------------------------------
+    def run_group(self, gid: str, device: str, sources: Mapping[str, str]) -> float:
+        """Run node ``gid`` on schedule device ``device``; return its milliseconds."""
+        group = self.groups[gid]
+        env: dict[str, Any] = {}
+        last = self.last_use[gid]
+        outputs = set(group.outputs)
+        with self._rng_of(gid):
+            elapsed = 0.0
+            for j, name in enumerate(group.ops):
+                node = self.nodes[name]
+                args, kwargs = self.torch.fx.node.map_arg(
+                    (node.args, node.kwargs), lambda n: self._resolve(n, env, gid, device, sources)
+                )
+                start = self._clock(device)
+                env[name] = node.target(*args, **kwargs)
+                elapsed += self._clock(device) - start
+                self._measure(device, env)
+                for dead in [k for k in env if last.get(k, -1) <= j and k not in outputs]:
+                    if dead not in self.plan.grads:
+                        del env[dead]
+        self.store[device][gid] = {name: env[name] for name in group.outputs}
+        for name in self.plan.grads:
+            if name in env:
+                self.finals[name] = env[name]
+        self._measure(device, {})
+        return elapsed
+
+    def _resolve(self, node, env: dict, gid: str, device: str, sources: Mapping[str, str]):
+        name = node.name
+        if name in env:
+            return env[name]
+        if node.op == "placeholder":
+            return self.inputs[str(self.mapping[device])][name]
+        owner = self.plan.owner.get(name)
+        if owner is None or (owner != gid and (is_view(node) or is_inplace(node))):
+            if is_inplace(node):  # a mutated tensor of another node: its base, as kept
+                value = self._resolve(node.args[0], env, gid, device, sources)
+            else:
+                args, kwargs = self.torch.fx.node.map_arg(
+                    (node.args, node.kwargs), lambda n: self._resolve(n, env, gid, device, sources)
+                )
+                value = node.target(*args, **kwargs)
+            env[name] = value
+            return value
+        source = sources.get(owner, device)
+        try:
+            value = self.store[source][owner][name]
+        except KeyError:
+            raise ExecutionError(
+                f"{gid} on {device} reads {name} of {owner}, which is not held on {source}; "
+                "the schedule and the executor disagree (report this)"
+            ) from None
+        if source != device:
+            start = self._clock(device)
+            value = value.to(self.mapping[device], copy=True)
+            self.copy_ms += self._clock(device) - start
+        env[name] = value
+        return value
+
+    # ----- releasing -------------------------------------------------------------------------
+    def release(self, device: str, gid: str) -> None:
+        """Free node ``gid``'s outputs on ``device`` (a ``freed`` entry of the timeline)."""
+        self.store[device].pop(gid, None)
+
+    def end_stage(self, keep: Mapping[str, frozenset[str]]) -> None:
+        """Release everything a stage does not keep."""
+        for device, held in self.store.items():
+            for gid in [g for g in held if g not in keep.get(device, frozenset())]:
+                del held[gid]
+
+    # ----- measuring -------------------------------------------------------------------------
+    def _measure(self, device: str, env: Mapping[str, Any]) -> None:
+        tensors = [t for held in self.store[device].values() for t in held.values()]
+        tensors += [v for k, v in env.items() if k not in self.plan.grads]
+        self.peak[device] = max(self.peak[device], _storage_bytes(self.torch, tensors))
+
+    def _clock(self, device: str) -> float:
+        target = self.mapping[device]
+        if target.type == "cuda":
+            self.torch.cuda.synchronize(target)
+            return time.perf_counter() * 1000.0
+        return time.thread_time_ns() / 1e6
+
+    def cuda_peaks(self) -> dict[str, int]:
+        """``torch.cuda.max_memory_allocated`` per schedule device mapped to a GPU."""
+        return {
+            name: int(self.torch.cuda.max_memory_allocated(dev))
+            for name, dev in self.mapping.items()
+            if dev.type == "cuda"
+        }
+
+    def _rng_of(self, gid: str):
+        """First run: remember the generator state; recomputation: replay it, then restore."""
+        import contextlib
+
+        torch = self.torch
+
+        @contextlib.contextmanager
+        def scope():
+            if gid not in self.rng:
+                self.rng[gid] = _rng_state(torch)
+                yield
+                return
+            saved = _rng_state(torch)
+            _set_rng_state(torch, self.rng[gid])
+            try:
+                yield
+            finally:
+                _set_rng_state(torch, saved)
+
+        return scope()
+
+    # ----- results ---------------------------------------------------------------------------
+    def gradients(self) -> dict[str, Any]:
+        """Parameter gradients, by parameter name, from the joint graph's output."""
+        env: dict[str, Any] = dict(self.finals)
+
+        def value(node):
+            if node.name in env:
+                return env[node.name]
+            args, kwargs = self.torch.fx.node.map_arg((node.args, node.kwargs), value)
+            env[node.name] = node.target(*args, **kwargs)
+            return env[node.name]
+
+        loss, grads = self.output.args[0]
+        names = self.plan.capture.param_names
+        return {name: value(g).to("cpu") for name, g in zip(names, grads, strict=True)}
+
+
+def _storage_bytes(torch, tensors) -> int:
+    seen: dict[tuple[str, int], int] = {}
+    for t in tensors:
+        for tensor in t if isinstance(t, list | tuple) else (t,):
+            if isinstance(tensor, torch.Tensor):
+                storage = tensor.untyped_storage()
+                seen[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
+    return sum(seen.values())
+
+
+def _rng_state(torch):
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_state(torch, state) -> None:
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+def _build(torch, plan: GroupPlan, seed: int):
+    torch.manual_seed(seed)
+    model = plan.capture.factory()
+    model.train()
+    x = torch.randn(plan.capture.input_shape)
+    return model, x
+
+
+def _device_map(torch, devices: list[str], given: Mapping[str, str]) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(devices))
+    if unknown:
+        raise ExecutionError(
+            f"--device-map names {unknown[0]!r}, which is not a device of the graph; "
+            f"devices are {', '.join(devices)}"
+        )
+    mapping = {}
+    for name in devices:
+        text = given.get(name, "cpu" if name == "cpu" else "cuda:0")
+        try:
+            device = torch.device(text)
+        except RuntimeError:
+            raise ExecutionError(f"--device-map {name}={text}: not a torch device") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ExecutionError(
+                f"device {name!r} maps to {text}, but torch sees no CUDA GPU here; "
+                f"map it to the CPU with --device-map {name}=cpu"
+            )
+        mapping[name] = device
+    return mapping
+
+
+def _check_same_nodes(plan: GroupPlan, graph: Graph) -> None:
+    ours = [g.id for g in plan.groups]
+    theirs = {n.id for n in graph.nodes}
+    missing = [i for i in ours if i not in theirs]
+    extra = sorted(theirs - set(ours))
+    if missing or extra:
+        what = f"node {missing[0]!r} of the import is missing" if missing else ""
+        what = what or f"node {extra[0]!r} is not in the import"
+        raise ExecutionError(
+            f"the graph does not match the imported model ({len(ours)} nodes imported, "
+            f"{len(theirs)} in the graph; {what}); solve the schedule on the graph that "
+            "'import-torch' writes for the same model, input shape and level"
+        )
+
+
+def _last_of_stage(schedule: Schedule, t: int, op) -> bool:
+    return schedule.stages[t].ops[-1] is op
+
+
+def _compare(torch, grads: Mapping[str, Any], reference: Mapping[str, Any]) -> tuple[bool, float]:
+    error = 0.0
+    match = True
+    for name, expected in reference.items():
+        got = grads[name]
+        error = max(error, float((got - expected).abs().max()) if got.numel() else 0.0)
+        match &= bool(torch.allclose(got, expected, rtol=1e-4, atol=1e-5))
+    return match, error
+
+
+class _one_thread:
+    """One torch thread on the CPU, so thread CPU time is an op's whole work."""
+
+    def __init__(self, torch, mapping: Mapping[str, Any]) -> None:
+        self.torch = torch
+        self.cpu = any(d.type == "cpu" for d in mapping.values())
+
+    def __enter__(self):
+        self.before = self.torch.get_num_threads()
+        if self.cpu:
+            self.torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.torch.set_num_threads(self.before)
+
+
+_ = operator  # getitem nodes run through operator.getitem like any other target
