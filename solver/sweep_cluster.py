@@ -31,6 +31,8 @@ POLL_S = 0.1
 """How often the caller looks at the futures and its cancel Event."""
 WATCH_S = 0.5
 """How often a running task looks at the cluster-wide cancel Event."""
+CONNECT_TIMEOUT_S = 10.0
+"""How long to try reaching the scheduler before saying it cannot be reached."""
 
 
 def run_on_dask(
@@ -55,7 +57,7 @@ def run_on_dask(
             "pip install 'xengine-studio[dask]' (or dask[distributed])"
         ) from None
     try:
-        client = Client(scheduler, timeout="10s")
+        client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError) as exc:
         raise XEngineError(
             f"--scheduler {scheduler}: cannot reach the Dask scheduler ({exc}); "
