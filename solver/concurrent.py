@@ -223,101 +223,113 @@ def _build_tasks(graph: Graph, schedule: Schedule) -> _Tasks:
     return tasks
 
 
-def _lay_out(graph: Graph, tasks: _Tasks):
-    """Event simulation of the layout rules; returns starts, ends, memory and release records."""
-    g = graph
-    count = len(tasks.kind)
-    size = [int(g.memory[i]) for i in tasks.tensor]
-    budget = [int(b) for b in g.budgets]
-    pending = [1] * count  # the producer, then one per reader
-    readers_of: list[list[int]] = [[] for _ in range(count)]
-    for j, reads in enumerate(tasks.reads):
-        for inst in reads:
-            pending[inst] += 1
-            readers_of[inst].append(j)
-    resource = [
-        (tasks.source[j], tasks.device[j]) if tasks.kind[j] == "copy" else (tasks.device[j],)
-        for j in range(count)
-    ]
-    queues: list[list[int]] = [[] for _ in g.devices]
-    for j in range(count):
-        queues[tasks.device[j]].append(j)
-    head = [0] * g.num_devices
-    busy: set[tuple[int, ...]] = set()
-    ended = [False] * count
-    starts, ends = [0.0] * count, [0.0] * count
-    memory_at_start = [0] * count
-    freed: list[list[tuple[int, int]]] = [[] for _ in range(count)]
-    used = [0] * g.num_devices
-    resident: list[dict[int, int]] = [{} for _ in g.devices]  # instance -> tensor
-    steps: list[list[tuple[float, int, tuple[int, ...]]]] = [[(0.0, 0, ())] for _ in g.devices]
-    running: list[tuple[float, int]] = []
-    now, done = 0.0, 0
+class _Layout:
+    """The event simulation of the layout rules (module docstring); lives in :func:`_lay_out`."""
 
-    def record(d: int) -> None:
-        entry = (now, used[d], tuple(sorted(resident[d].values())))
-        if steps[d][-1][0] == now:
-            steps[d][-1] = entry
+    def __init__(self, graph: Graph, tasks: _Tasks):
+        self.graph, self.tasks = graph, tasks
+        count = len(tasks.kind)
+        self.size = [int(graph.memory[i]) for i in tasks.tensor]
+        self.budget = [int(b) for b in graph.budgets]
+        self.pending = [1] * count  # the producer, then one per reader
+        for reads in tasks.reads:
+            for inst in reads:
+                self.pending[inst] += 1
+        self.resource = [
+            (tasks.source[j], tasks.device[j]) if tasks.kind[j] == "copy" else (tasks.device[j],)
+            for j in range(count)
+        ]
+        self.queues: list[list[int]] = [[] for _ in graph.devices]
+        for j in range(count):
+            self.queues[tasks.device[j]].append(j)
+        self.head = [0] * graph.num_devices
+        self.busy: set[tuple[int, ...]] = set()
+        self.ended = [False] * count
+        self.starts, self.ends = [0.0] * count, [0.0] * count
+        self.memory_at_start = [0] * count
+        self.freed: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        self.used = [0] * graph.num_devices
+        self.resident: list[dict[int, int]] = [{} for _ in graph.devices]  # instance -> tensor
+        self.steps: list[list] = [[(0.0, 0, ())] for _ in graph.devices]
+        self.running: list[tuple[float, int]] = []
+        self.now = 0.0
+
+    def run(self) -> None:
+        done = 0
+        while done < len(self.tasks.kind):
+            while self._start_ready():
+                pass
+            if not self.running:
+                raise self._deadlock()
+            self.now = self.running[0][0]
+            while self.running and self.running[0][0] <= self.now:
+                self._finish(heapq.heappop(self.running)[1])
+                done += 1
+
+    def _record(self, d: int) -> None:
+        entry = (self.now, self.used[d], tuple(sorted(self.resident[d].values())))
+        if self.steps[d][-1][0] == self.now:
+            self.steps[d][-1] = entry
         else:
-            steps[d].append(entry)
+            self.steps[d].append(entry)
 
-    def ready(j: int) -> bool:
+    def _ready(self, j: int) -> bool:
+        d = self.tasks.device[j]
         return (
-            resource[j] not in busy
-            and all(ended[inst] for inst in tasks.reads[j])
-            and used[tasks.device[j]] + size[j] <= budget[tasks.device[j]]
+            self.resource[j] not in self.busy
+            and all(self.ended[inst] for inst in self.tasks.reads[j])
+            and self.used[d] + self.size[j] <= self.budget[d]
         )
 
-    def release(inst: int, by: int) -> None:
-        d = tasks.device[inst]
-        used[d] -= size[inst]
-        del resident[d][inst]
-        freed[by].append((d, tasks.tensor[inst]))
-        record(d)
+    def _start_ready(self) -> bool:
+        """Start the head task of every device queue that can start now; whether any did."""
+        started = False
+        for d, queue in enumerate(self.queues):
+            if self.head[d] < len(queue) and self._ready(queue[self.head[d]]):
+                j = queue[self.head[d]]
+                self.head[d] += 1
+                self.busy.add(self.resource[j])
+                self.used[d] += self.size[j]
+                self.resident[d][j] = self.tasks.tensor[j]
+                self._record(d)
+                self.starts[j], self.memory_at_start[j] = self.now, self.used[d]
+                self.ends[j] = self.now + self.tasks.duration[j]
+                heapq.heappush(self.running, (self.ends[j], j))
+                started = True
+        return started
 
-    while done < count:
-        progress = True
-        while progress:
-            progress = False
-            for d, queue in enumerate(queues):
-                if head[d] < len(queue) and ready(queue[head[d]]):
-                    j = queue[head[d]]
-                    head[d] += 1
-                    busy.add(resource[j])
-                    used[d] += size[j]
-                    resident[d][j] = tasks.tensor[j]
-                    record(d)
-                    starts[j], ends[j], memory_at_start[j] = now, now + tasks.duration[j], used[d]
-                    heapq.heappush(running, (ends[j], j))
-                    progress = True
-        if not running:
-            raise _deadlock(g, tasks, queues, head, used, size)
-        now = running[0][0]
-        while running and running[0][0] <= now:
-            _, j = heapq.heappop(running)
-            ended[j] = True
-            done += 1
-            busy.discard(resource[j])
-            for inst in (*tasks.reads[j], j):
-                pending[inst] -= 1
-                if pending[inst] == 0:
-                    release(inst, j)
-    return starts, ends, memory_at_start, freed, steps
+    def _finish(self, j: int) -> None:
+        self.ended[j] = True
+        self.busy.discard(self.resource[j])
+        for inst in (*self.tasks.reads[j], j):
+            self.pending[inst] -= 1
+            if self.pending[inst] == 0:
+                d = self.tasks.device[inst]
+                self.used[d] -= self.size[inst]
+                del self.resident[d][inst]
+                self.freed[j].append((d, self.tasks.tensor[inst]))
+                self._record(d)
+
+    def _deadlock(self) -> ScheduleViolation:
+        g, tasks, waiting = self.graph, self.tasks, []
+        for d, queue in enumerate(self.queues):
+            if self.head[d] < len(queue):
+                j = queue[self.head[d]]
+                waiting.append(
+                    f"{tasks.kind[j]} of {g.nodes[tasks.tensor[j]].id} (stage {tasks.stage[j]}) "
+                    f"on {g.devices[d].name} needs {self.size[j]} more bytes with "
+                    f"{self.used[d]} of {g.budgets[d]} in use"
+                )
+        return ScheduleViolation(
+            "the concurrent layout cannot proceed: " + "; ".join(waiting), rule="concurrent"
+        )
 
 
-def _deadlock(graph: Graph, tasks: _Tasks, queues, head, used, size) -> ScheduleViolation:
-    waiting = []
-    for d, queue in enumerate(queues):
-        if head[d] < len(queue):
-            j = queue[head[d]]
-            waiting.append(
-                f"{tasks.kind[j]} of {graph.nodes[tasks.tensor[j]].id} (stage {tasks.stage[j]}) "
-                f"on {graph.devices[d].name} needs {size[j]} more bytes with {used[d]} of "
-                f"{graph.budgets[d]} in use"
-            )
-    return ScheduleViolation(
-        "the concurrent layout cannot proceed: " + "; ".join(waiting), rule="concurrent"
-    )
+def _lay_out(graph: Graph, tasks: _Tasks):
+    """Run the layout; return starts, ends, memory at each start, releases and memory steps."""
+    layout = _Layout(graph, tasks)
+    layout.run()
+    return layout.starts, layout.ends, layout.memory_at_start, layout.freed, layout.steps
 
 
 def _timeline(graph: Graph, tasks: _Tasks, starts, ends, memory_at_start, freed, steps):

@@ -245,3 +245,14 @@ def test_cli_check_of_an_invalid_schedule_has_no_concurrent_makespan(tmp_path, c
     save_schedule(checkpoint_all(graph, "cpu"), out)
     assert main(["check", str(path), str(out), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["concurrent_ms"] is None
+
+
+def test_layout_that_cannot_fit_reports_the_waiting_task_instead_of_overflowing():
+    """Unreachable for a schedule valid in the serial replay (module docstring); forced here by
+    laying out checkpoint-all of a unit chain (3 bytes at its peak) under a 2-byte budget."""
+    from solver.concurrent import _build_tasks, _lay_out
+
+    graph = unit_chain(2, budget=2)
+    tasks = _build_tasks(graph, checkpoint_all(graph, "cpu"))
+    with pytest.raises(ScheduleViolation, match=r"op of n2 \(stage 2\) on cpu needs 1 more bytes"):
+        _lay_out(graph, tasks)
