@@ -13,11 +13,11 @@ exact in bytes (docs/spec-notes.md, "The solved formulation"):
   necessary condition of model.md §4: ``k`` cannot run there).
 - **Memory as the recurrence** ``U[d,t,k] = U[d,t,k-1] + M_k R[d,t,k] - frees after k-1``
   (model.md §3 states both forms): O(n^2) coefficients instead of O(n^3).
-- **Exact memory rows**: each device's sizes and budget are divided by a unit of their own,
-  never rounded. The right-hand side is ``B_d + g_d / 2`` in bytes (``g_d`` the greatest common
-  divisor of the device's sizes and budget): every schedule's memory is a multiple of ``g_d``,
-  so the row admits exactly the schedules that fit ``B_d``, with half a unit of room for the
-  backend's tolerances.
+- **Memory rows in whole units**: each device's sizes and budget are divided by a unit of
+  their own, exact where they share a divisor that keeps the budget below 10^6 units; else
+  rounded either way, as :func:`memory_units` explains, and :mod:`solver.solve` confirms or
+  repairs the result against the bytes. The right-hand side has half a unit of room for
+  the backend's tolerances, which whole-unit rows never need.
 
 Building checks a deadline and a cancel Event every few thousand columns, and refuses a model
 whose estimated size would not fit in memory before allocating it.
@@ -50,9 +50,10 @@ __all__ = [
 
 MAX_ROW_UNITS = 10**6
 """Budgets above this many units are expressed in a fractional unit (exact, not rounded)."""
-BYTES_PER_NONZERO = 120
+BYTES_PER_NONZERO = 200
 """Peak build memory per coefficient (lists of Python ints and floats, then numpy)."""
 DEFAULT_MEMORY_LIMIT = 8 * 2**30
+"""A third of this machine's 24 GiB: the backend needs room for its own copy and search."""
 
 
 class ModelTooLarge(XEngineError):
@@ -69,48 +70,84 @@ class BuildInterrupted(XEngineError):
 
 @dataclass(frozen=True)
 class MemoryUnits:
-    """Per device: the unit (bytes) of its memory rows, sizes and right-hand side in units.
+    """Per device: the unit (bytes) of its memory rows, and sizes and budget in whole units.
 
-    ``rhs[d]`` is ``(B_d + gcd_d / 2) / unit[d]``: exact in bytes (see the module docstring).
+    ``rhs[d]`` is the budget in units plus one half: with whole-unit sizes a row then admits
+    exactly the schedules that fit, with room for the backend's tolerances. ``exact[d]`` says
+    whether the unit divides every size and the budget; otherwise sizes and budget were
+    rounded as ``rounding`` says (see :func:`memory_units`).
     """
 
     unit: np.ndarray
     sizes: np.ndarray
     rhs: np.ndarray
     budgets: np.ndarray
+    exact: np.ndarray
+    rounding: str = "relaxed"
+
+    @property
+    def all_exact(self) -> bool:
+        return bool(np.all(self.exact))
 
 
-def memory_units(graph: Graph) -> MemoryUnits:
-    """Each device's exact unit: the gcd of its sizes and budget, or ``B_d / 10^6`` if larger.
+def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
+    """Each device's unit: the gcd of its sizes and budget, or ``B_d / 10^6`` if that is finer.
+
+    With the gcd every number is a whole count of units: exact. Otherwise sizes and budget are
+    rounded to whole units of ``B_d / 10^6`` (solvers tell 1-byte differences in a 27 GB
+    budget apart no better than their ~1e-9 relative tolerances, and whole units keep the
+    rows robust). ``rounding="relaxed"`` rounds sizes down and the budget up: every schedule
+    that fits in bytes fits the model, so its bound is valid for the exact problem.
+    ``rounding="safe"`` rounds sizes up and the budget down: every schedule that fits the
+    model fits in bytes.
 
     Examples
     --------
     >>> from solver.generators import unit_chain
     >>> m = memory_units(unit_chain(2, budget=4))
-    >>> m.unit.tolist(), m.sizes.tolist(), m.rhs.tolist()
-    ([1.0], [[1.0, 1.0, 1.0, 1.0, 1.0]], [4.5])
+    >>> m.unit.tolist(), m.sizes.tolist(), m.rhs.tolist(), m.all_exact
+    ([1.0], [[1.0, 1.0, 1.0, 1.0, 1.0]], [4.5], True)
     """
+    if rounding not in ("relaxed", "safe"):
+        raise ValueError(f"rounding must be 'relaxed' or 'safe'; got {rounding!r}")
     sizes = [int(m) for m in graph.memory]
     cap = max(2 * sum(sizes), 1)
-    units, scaled, rhs, budgets = [], [], [], []
+    units, scaled, rhs, budgets, exact = [], [], [], [], []
     for raw in graph.budgets:
         budget = min(int(raw), cap)  # above this, memory never binds
         divisor = 0
         for value in [*sizes, budget]:
             divisor = gcd(divisor, value)
         divisor = max(divisor, 1)
-        unit = float(divisor) if budget / divisor <= MAX_ROW_UNITS else budget / MAX_ROW_UNITS
+        if budget // divisor <= MAX_ROW_UNITS:
+            unit, row, limit = float(divisor), [m // divisor for m in sizes], budget // divisor
+        else:
+            unit = budget / MAX_ROW_UNITS
+            down = rounding == "relaxed"
+            row = [_whole(m / unit, up=not down) for m in sizes]
+            limit = _whole(budget / unit, up=down)
         units.append(unit)
-        scaled.append([m / unit for m in sizes])
-        rhs.append((budget + divisor / 2) / unit)
+        scaled.append(row)
+        rhs.append(limit + 0.5)
         budgets.append(budget)
+        exact.append(unit == float(divisor))
     n = len(sizes)
     return MemoryUnits(
         np.array(units),
         np.array(scaled, dtype=float).reshape(len(units), n),
         np.array(rhs),
         np.array(budgets, dtype=np.int64),
+        np.array(exact, dtype=bool),
+        rounding,
     )
+
+
+def _whole(value: float, up: bool) -> int:
+    # A float quotient can land a hair off an exact integer; never round past it.
+    nearest = round(value)
+    if abs(value - nearest) < 1e-9 * max(1.0, value):
+        return int(nearest)
+    return math.ceil(value) if up else math.floor(value)
 
 
 @dataclass
@@ -141,14 +178,21 @@ class ArrayModel:
 
 
 def estimate_size(graph: Graph) -> tuple[int, int]:
-    """(columns, coefficients) of the model, counted from the graph without building it."""
+    """(columns, coefficients) of the model, counted from the graph without building it.
+
+    An upper estimate: it assumes every device can run every node.
+    """
     n, num_d = graph.n, graph.num_devices
+    pairs = num_d * max(num_d - 1, 0)
     tri = n * (n + 1) // 2
     late = sum(n - k for _, k in graph.edge_pairs)  # (edge, stage) pairs with k <= t
-    users = sum(len(u) for u in graph.users)
-    cols = num_d * (2 * tri + late) + num_d * max(num_d - 1, 1) * late
-    nonzeros = num_d * (8 * tri + (8 + 2 * users) * late) + 10 * num_d * max(num_d - 1, 1) * late
-    return cols, nonzeros
+    later_users = sum(
+        n - j for i, k in graph.edge_pairs for j in graph.users[i] if j > k
+    )  # (edge, stage, later user) triples
+    cols = num_d * (3 * tri + late) + pairs * late
+    per_device = 16 * tri + 8 * late + 2 * later_users
+    per_pair = 12 * late + 2 * later_users
+    return cols, num_d * per_device + pairs * per_pair
 
 
 class _Builder:
@@ -211,9 +255,10 @@ INF = math.inf
 def build_array_model(
     graph: Graph,
     *,
+    rounding: str = "relaxed",
     deadline: float | None = None,
     cancel: threading.Event | None = None,
-    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    memory_limit: int | None = None,
 ) -> ArrayModel:
     """Build the solved formulation of XEngine's MIQP for ``graph`` under its budgets.
 
@@ -221,12 +266,16 @@ def build_array_model(
     ----------
     graph : Graph
         The graph, with its devices' budgets.
+    rounding : str
+        How memory is rounded where a device's sizes have no usable common divisor; see
+        :func:`memory_units`. Irrelevant where they have one (the model is then exact).
     deadline : float, optional
         A ``time.monotonic()`` instant; building stops with :class:`BuildInterrupted` past it.
     cancel : threading.Event, optional
         Building stops with :class:`BuildInterrupted` once it is set.
-    memory_limit : int
-        Bytes the build may take; a larger estimate raises :class:`ModelTooLarge` first.
+    memory_limit : int, optional
+        Bytes the build may take (default :data:`DEFAULT_MEMORY_LIMIT`); a larger estimate
+        raises :class:`ModelTooLarge` before anything is allocated.
 
     Examples
     --------
@@ -235,6 +284,7 @@ def build_array_model(
     >>> model.num_variables > 0, len(model.R)
     (True, 15)
     """
+    memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
     cols, nonzeros = estimate_size(graph)
     needed = nonzeros * BYTES_PER_NONZERO
     if needed > memory_limit:
@@ -244,7 +294,7 @@ def build_array_model(
             f"{needed / 2**30:.1f} GiB to build (limit {memory_limit / 2**30:.1f} GiB); "
             "coarsen the graph (layer level instead of op level) or use fewer devices"
         )
-    model = ArrayModel(graph, memory_units(graph), LinearProgram.__new__(LinearProgram))
+    model = ArrayModel(graph, memory_units(graph, rounding), LinearProgram.__new__(LinearProgram))
     builder = _Builder(deadline, cancel)
     add_variables(model, builder)
     add_frontier_constraints(model, builder)

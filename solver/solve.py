@@ -110,7 +110,63 @@ def solve_xengine(
     )
     if outcome.values is not None:
         best.offer_values(model, outcome.values, claimed=outcome.objective)
+    if not model.memory.all_exact:
+        outcome = _confirm_in_bytes(model, outcome, options, best, deadline, on_progress, cancel)
     return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
+
+
+def _confirm_in_bytes(
+    relaxed: ArrayModel,
+    outcome: BackendResult,
+    options: SolveOptions,
+    best: Incumbents,
+    deadline: float,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+) -> BackendResult:
+    """Where memory was rounded, check the relaxed model's answer in bytes, else repair it.
+
+    The relaxed model (sizes rounded down, budgets up) admits every schedule that fits, so
+    its bound holds for the exact problem, and its optimum is the exact optimum whenever it
+    replays within the budgets in bytes. When it does not, the safe model (sizes up, budgets
+    down), whose every schedule fits, searches for the rest of the time; the result is then
+    "feasible" with the relaxed bound, unless the two meet.
+    """
+    g = relaxed.graph
+    confirmed = (
+        outcome.status is SolveStatus.OPTIMAL
+        and outcome.objective is not None
+        and best.cost is not None
+        and best.cost <= outcome.objective + 1e-6 * max(1.0, outcome.objective)
+    )
+    if confirmed or outcome.status in (SolveStatus.INFEASIBLE, SolveStatus.CANCELLED):
+        return outcome
+    best.rejected.clear()  # an overrun of the relaxed model is expected here, not an error
+    rounded = ", ".join(
+        f"{d.name} to {relaxed.memory.unit[k]:.4g} B"
+        for k, d in enumerate(g.devices)
+        if not relaxed.memory.exact[k]
+    )
+    why = f"memory rows rounded ({rounded}); the bound is the relaxed model's, valid in bytes"
+    try:
+        safe = build_array_model(g, rounding="safe", deadline=deadline, cancel=cancel)
+    except (BuildInterrupted, ModelTooLarge):
+        return replace(outcome, status=_not_proven(outcome.status), message=why)
+    second = _run_model(safe, options, best, deadline, on_progress, cancel)
+    if second is None:
+        return replace(outcome, status=_not_proven(outcome.status), message=why)
+    if second.values is not None:
+        best.offer_values(safe, second.values, claimed=second.objective)
+    bound = outcome.bound
+    met = bound is not None and best.cost is not None and best.cost <= bound * (1 + options.gap_rel)
+    status = SolveStatus.OPTIMAL if met else _not_proven(second.status)
+    if second.status is SolveStatus.CANCELLED:
+        status = SolveStatus.CANCELLED
+    return replace(second, status=status, bound=bound, objective=best.cost, message=why)
+
+
+def _not_proven(status: SolveStatus) -> SolveStatus:
+    return SolveStatus.FEASIBLE if status is SolveStatus.OPTIMAL else status
 
 
 def _run_model(

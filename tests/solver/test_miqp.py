@@ -1,0 +1,175 @@
+"""The solved formulation (solver.miqp) against the spec's reference model, in exact bytes,
+and the solve pipeline around it: fallbacks, limits, live incumbents."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from pathlib import Path
+
+import pulp
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_properties import small_graphs
+
+from solver.backends import BackendOptions, run_backend
+from solver.baselines import checkpoint_all
+from solver.bounds import no_remat_peak
+from solver.formats import graph_from_dict
+from solver.generators import unit_chain
+from solver.graph import Device, Edge, Node, make_graph
+from solver.miqp import ModelTooLarge, build_array_model, memory_units
+from solver.simulate import check_schedule, simulate
+from solver.solve import SolveOptions, solve_xengine
+from solver.status import SolveStatus
+from solver.training import build_training_graph
+from solver.xengine import build_model
+
+EXACT = SolveOptions(time_limit_s=30, gap_rel=0.0)
+
+
+def reference_optimum(graph) -> float | None:
+    """The spec's formulation line by line (solver.xengine, PuLP), solved by CBC."""
+    model = build_model(graph)
+    result = run_backend(model.prob, BackendOptions(time_limit_s=30, gap_rel=0.0))
+    if result.status is SolveStatus.INFEASIBLE:
+        return None
+    assert result.status is SolveStatus.OPTIMAL
+    return result.objective
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_graphs())
+def test_solved_formulation_has_the_reference_models_optimum(doc):
+    graph = graph_from_dict(doc)
+    expected = reference_optimum(graph)
+    result = solve_xengine(graph, SolveOptions(time_limit_s=30, gap_rel=0.0, warm_start=False))
+    if expected is None:
+        assert result.status is SolveStatus.INFEASIBLE
+        return
+    assert result.status is SolveStatus.OPTIMAL, result.message
+    assert result.objective == pytest.approx(expected, abs=1e-6)
+    assert check_schedule(graph, result.schedule).total_ms == pytest.approx(expected, abs=1e-6)
+
+
+def awkward_training_graph(scale: int = 1_000_000_007):
+    """Six forward layers with sizes of 1-9 GB that share no common divisor."""
+    sizes = [3 * scale + 11, 7 * scale + 3, 2 * scale + 5, 9 * scale + 1, 4 * scale + 17, scale]
+    nodes = [Node(f"f{k}", m, {"gpu": 1.0 + k % 3}) for k, m in enumerate(sizes)]
+    edges = [Edge(f"f{k}", f"f{k + 1}") for k in range(len(sizes) - 1)]
+    forward = make_graph("awkward", [Device("gpu", "gpu", 10**12)], nodes, edges)
+    return build_training_graph(forward)
+
+
+def test_budget_exactly_at_the_peak_in_large_bytes_recomputes_nothing():
+    graph = awkward_training_graph()
+    peak = no_remat_peak(graph)
+    assert memory_units(graph.with_budgets({"gpu": peak})).unit[0] > 1  # a fractional unit
+    everything = simulate(graph, checkpoint_all(graph, "gpu"))
+    assert everything.valid
+
+    result = solve_xengine(graph.with_budgets({"gpu": peak}), EXACT)
+
+    assert result.status is SolveStatus.OPTIMAL
+    assert not any(op.recompute for op in result.timeline.ops)
+    assert result.timeline.total_ms == pytest.approx(everything.total_ms)
+
+
+def test_one_byte_below_the_peak_is_repaired_in_bytes_and_honest_about_its_bound():
+    # Solvers cannot tell 1 byte in 27 GB apart: the relaxed model (sizes rounded down) keeps
+    # everything resident, which overruns by a byte; the safe model (sizes up) repairs it.
+    # By hand: every op costs >= 1, so one recomputation on top of checkpoint-all is optimal,
+    # but the only bound valid in bytes is the relaxed one, checkpoint-all's cost.
+    graph = awkward_training_graph()
+    tight = graph.with_budgets({"gpu": no_remat_peak(graph) - 1})
+    everything = simulate(graph, checkpoint_all(graph, "gpu"))
+    assert not simulate(tight, checkpoint_all(tight, "gpu")).valid
+
+    result = solve_xengine(tight, EXACT)
+
+    assert result.status is SolveStatus.FEASIBLE
+    assert "memory rows rounded" in result.message
+    assert result.timeline.recomputations == 1
+    assert result.objective == pytest.approx(everything.total_ms + 1.0)
+    assert result.bound == pytest.approx(everything.total_ms)
+    assert max(check_schedule(tight, result.schedule).peaks.values()) < no_remat_peak(graph)
+
+
+def fake_cbc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    script = tmp_path / "cbc"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(script))
+
+
+def test_a_crashed_cbc_still_returns_the_heuristic_schedule(tmp_path, monkeypatch):
+    fake_cbc(tmp_path, monkeypatch, "echo 'Segmentation fault'\nkill -SEGV $$\n")
+    graph = unit_chain(6, budget=5)
+
+    result = solve_xengine(graph, SolveOptions(time_limit_s=10))
+
+    assert result.status is SolveStatus.FEASIBLE
+    assert result.ok
+    assert "CBC failed" in result.message and "Segmentation fault" in result.message
+    assert check_schedule(graph, result.schedule).total_ms == result.objective
+
+
+def test_time_limit_while_building_returns_the_heuristic_schedule():
+    graph = unit_chain(30, budget=12)
+
+    result = solve_xengine(graph, SolveOptions(time_limit_s=1e-6))
+
+    assert result.status is SolveStatus.FEASIBLE
+    assert result.ok and "while building the model" in result.message
+    check_schedule(graph, result.schedule)
+
+
+def test_cancel_while_building_is_cancelled_with_the_heuristic_schedule():
+    cancel = threading.Event()
+    cancel.set()
+
+    result = solve_xengine(unit_chain(10, budget=6), SolveOptions(), cancel=cancel)
+
+    assert result.status is SolveStatus.CANCELLED
+    assert result.ok
+
+
+def test_a_model_too_large_is_refused_with_its_size_and_advice():
+    with pytest.raises(ModelTooLarge, match=r"about [\d,]+ variables .* coarsen the graph"):
+        build_array_model(unit_chain(50), memory_limit=10**6)
+
+
+def test_a_model_too_large_still_returns_the_heuristic(monkeypatch):
+    monkeypatch.setattr("solver.miqp.DEFAULT_MEMORY_LIMIT", 10**5)
+    result = solve_xengine(unit_chain(20, budget=12), SolveOptions(time_limit_s=10))
+    assert result.status is SolveStatus.FEASIBLE and result.ok
+    assert "coarsen" in result.message
+
+
+def test_cutoff_proves_an_optimal_heuristic_optimal():
+    graph = unit_chain(4, budget=100)  # checkpoint-all fits: 9 ops, the optimum
+
+    result = solve_xengine(graph, SolveOptions(time_limit_s=20, cutoff=True))
+
+    assert result.status is SolveStatus.OPTIMAL
+    assert result.objective == pytest.approx(9.0)
+    assert result.bound == pytest.approx(9.0)
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs"])
+def test_every_reported_incumbent_schedule_replays_at_its_cost(backend):
+    graph = unit_chain(8, budget=5)
+    expected = reference_optimum(graph)
+    reports = []
+
+    result = solve_xengine(graph, SolveOptions(backend=backend, time_limit_s=30), reports.append)
+
+    with_schedule = [p for p in reports if p.schedule is not None]
+    assert with_schedule, "the heuristic start is reported at once"
+    for progress in with_schedule:
+        assert simulate(graph, progress.schedule).total_ms == pytest.approx(progress.incumbent)
+    costs = [p.incumbent for p in with_schedule]
+    assert costs == sorted(costs, reverse=True)
+    assert result.status is SolveStatus.OPTIMAL
+    assert result.objective == pytest.approx(expected)
+    assert costs[-1] == pytest.approx(expected)
