@@ -21,7 +21,7 @@ from app.export import export_schedule_json, export_timeline_csv, export_widget
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
 from solver.edits import empty_graph
-from solver.errors import XEngineError
+from solver.errors import XEngineError, printable
 from solver.examples import bundled_graphs
 from solver.formats import load_graph, load_schedule, save_graph
 
@@ -93,6 +93,12 @@ class FileController(QObject):
             project, is_project = load_any(path)
         except XEngineError as exc:
             self._fail(f"Could not open {Path(path).name}", exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - any file, e.g. from the command line
+            # The core's readers should turn every bad file into an XEngineError; if one slips
+            # through, say so and keep the window rather than losing the user's work.
+            logger.exception("unexpected error opening %s", path)
+            self._fail(f"Could not open {Path(path).name}", f"unexpected error: {exc!r}")
             return False
         if not self.maybe_save():
             return False
@@ -261,9 +267,11 @@ class FileController(QObject):
         self.status_message.emit(f"Imported schedule {Path(path).name} ({valid})")
         return True
 
-    def _fail(self, title: str, exc: Exception) -> None:
-        logger.info("%s: %s", title, exc)
-        ErrorDialog.show_error(self._window, title, str(exc))
+    def _fail(self, title: str, exc: Exception | str) -> None:
+        message = printable(str(exc))[:2000]
+        logger.info("%s: %s", title, message)
+        ErrorDialog.show_error(self._window, printable(title), message)
+        self.status_message.emit(f"{printable(title)}: {message}")
 
 
 def _slug(name: str) -> str:

@@ -37,10 +37,11 @@ from app.panels.solver_panel import SolverPanel, status_text
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.solving import SolveController
 from app.views.graph_view import GraphView
+from solver.errors import printable
 from solver.examples import DEFAULT_EXAMPLE
 from solver.solve import SolveResult
 
-__all__ = ["MainWindow", "run", "CENTRAL_VIEWS"]
+__all__ = ["MainWindow", "run", "create_window", "startup_file", "CENTRAL_VIEWS"]
 
 logger = logging.getLogger(__name__)
 
@@ -266,13 +267,43 @@ class MainWindow(QMainWindow):
         event.accept()
 
 
-def run(argv: list[str]) -> int:
-    """Create the application, open ``argv[1]`` (or the bundled example) and run the loop."""
+def startup_file(args: list[str]) -> str | None:
+    """The file named on the command line (``python main.py FILE``): the first argument that is
+    not an option; Qt's own options (``-style fusion``) are removed by QApplication first."""
+    return next((a for a in args if not a.startswith("-")), None)
+
+
+def create_window(path: str | None, settings: AppSettings | None = None) -> MainWindow:
+    """Build and show the window and open ``path``, or the bundled example.
+
+    A file that cannot be opened, whatever is wrong with it, is reported (dialog and status
+    bar) and the bundled example opens instead: the application never quits over it.
+    """
+    window = MainWindow(settings)
+    window.show()
+    if path is not None and window.open_file(path):
+        return window
+    window.open_example(DEFAULT_EXAMPLE)
+    if path is not None:
+        window.statusBar().showMessage(
+            printable(f"Could not open {path}; showing the bundled example {DEFAULT_EXAMPLE}"),
+            STATUS_TIMEOUT_MS,
+        )
+    return window
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Create the application, open the file named in ``argv`` (the arguments after the
+    program name; default ``sys.argv[1:]``) or the bundled example, and run the loop."""
+    args = list(sys.argv[1:] if argv is None else argv)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APPLICATION)
-    app = QApplication.instance() or QApplication(argv)
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication([sys.argv[0] if sys.argv else "xengine-studio", *args])
+        args = app.arguments()[1:]  # without the options Qt consumed
     pg.setConfigOptions(antialias=True)
     try:
         from app.theme import apply_theme
@@ -280,11 +311,7 @@ def run(argv: list[str]) -> int:
         pg.setConfigOptions(background="w", foreground="k")
     else:
         apply_theme(app, "light")
-    window = MainWindow()
-    window.show()
-    path = next((a for a in argv[1:] if not a.startswith("-")), None)
-    if path is None or not window.open_file(path):
-        window.open_example(DEFAULT_EXAMPLE)
+    window = create_window(startup_file(args))
     QTimer.singleShot(0, window.graph_view.canvas.fit)
     # Move everything alive at startup out of the collector's reach: a full collection over
     # the Qt, numpy and pyqtgraph objects takes 50-120 ms here, an event-loop stall each time.
@@ -293,4 +320,4 @@ def run(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run(sys.argv))
+    sys.exit(run(sys.argv[1:]))

@@ -8,7 +8,6 @@ derived numbers are never trusted). Writes are atomic.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import asdict, dataclass, replace
@@ -19,12 +18,12 @@ from solver.errors import GraphFormatError
 from solver.formats import (
     GRAPH_FORMAT,
     SCHEDULE_FORMAT,
-    atomic_write_text,
     graph_from_dict,
     graph_to_dict,
     read_json,
     schedule_from_dict,
     schedule_to_dict,
+    write_json,
 )
 from solver.graph import Graph
 from solver.schedule import Schedule, SolverInfo
@@ -162,14 +161,14 @@ def _settings_from_dict(raw: Any, path: str | None) -> SolverSettings:
             gap_rel=float(raw.get("gap_rel", default.gap_rel)),
             auto_solve=bool(raw.get("auto_solve", default.auto_solve)),
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise GraphFormatError(f"bad solver setting: {exc}", path=path, where="solver") from None
     return settings.checked()
 
 
 def save_project(project: Project, path: str | os.PathLike) -> None:
     """Write the project atomically (a crash never leaves half a file)."""
-    atomic_write_text(path, json.dumps(project_to_dict(project), indent=1) + "\n")
+    write_json(project_to_dict(project), path)  # atomic; refuses NaN/Infinity
 
 
 def load_project(path: str | os.PathLike) -> Project:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 from solver.backends import available_backends
 from solver.bounds import no_remat_peak
 from solver.concurrent import concurrent_makespan
-from solver.errors import XEngineError
+from solver.errors import XEngineError, printable
 from solver.examples import bundled_graphs
 from solver.formats import load_graph, load_schedule, save_schedule
 from solver.graph import Graph
@@ -30,11 +31,21 @@ from solver.simulate import Timeline, effective_graph, simulate
 from solver.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
 from solver.sweep import budget_steps
-from solver.units import format_ms, format_size, parse_size
+from solver.units import MAX_SIZE, format_ms, format_size, parse_size
 
 __all__ = ["main", "parse_budget", "resolve_graph_path"]
 
 EXIT_OK, EXIT_NO_SCHEDULE, EXIT_BAD_INPUT = 0, 1, 2
+MAX_TIME_LIMIT_S = 10**7
+"""The longest time limit accepted (about 115 days); more is a typo."""
+MAX_THREADS = 256
+MAX_PERCENT = 10**6
+"""The largest ``--budget DEVICE=P%`` (ten thousand times the no-remat peak)."""
+MAX_STEPS = 10_000
+CANCEL_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals that cancel a running solve (it stops and keeps its incumbent), like Ctrl-C."""
 
 
 class UsageError(XEngineError):
@@ -67,24 +78,33 @@ def parse_budget(graph: Graph, text: str) -> tuple[str, int]:
         names = ", ".join(graph.device_index)
         raise UsageError(f"--budget {text!r}: unknown device {device!r}; devices are {names}")
     if size.strip().endswith("%"):
-        try:
-            percent = float(size.strip()[:-1])
-        except ValueError:
-            raise UsageError(f"--budget {text!r}: {size!r} is not a percentage") from None
-        if percent < 0:
-            raise UsageError(f"--budget {text!r}: a budget cannot be negative")
+        percent = _percent(size, f"--budget {text!r}")
         fixed = graph.device(device).fixed_memory
-        return device, fixed + int(percent / 100 * no_remat_peak(graph))
+        budget = fixed + int(percent / 100 * no_remat_peak(graph))
+        if budget > MAX_SIZE:
+            raise UsageError(f"--budget {text!r}: {budget} bytes is more than {MAX_SIZE}")
+        return device, budget
     try:
         return device, parse_size(size)
     except ValueError as exc:
         raise UsageError(f"--budget {text!r}: {exc}") from None
 
 
+def _percent(text: str, where: str) -> float:
+    """A finite percentage in [0, MAX_PERCENT] from ``"60%"`` (NaN and inf are refused)."""
+    try:
+        percent = float(text.strip()[:-1])
+    except ValueError:
+        raise UsageError(f"{where}: {text!r} is not a percentage") from None
+    if not math.isfinite(percent) or percent < 0 or percent > MAX_PERCENT:
+        raise UsageError(f"{where}: a percentage must be a number from 0 to {MAX_PERCENT}")
+    return percent
+
+
 def _load(path_text: str, budgets: Sequence[str]) -> Graph:
     graph = load_graph(resolve_graph_path(path_text))
     for note in graph.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(printable(f"note: {note}"), file=sys.stderr)
     overrides = dict(parse_budget(graph, b) for b in budgets)
     return graph.with_budgets(overrides) if overrides else graph
 
@@ -103,11 +123,27 @@ def _options(args: argparse.Namespace) -> SolveOptions:
 
 
 def _cancel_on_interrupt() -> threading.Event:
-    """Ctrl-C stops the solver and keeps its incumbent instead of killing the program."""
+    """Ctrl-C, SIGTERM and SIGHUP stop the solver, which keeps its incumbent (and stops CBC),
+    instead of killing the program and orphaning CBC. :func:`main` restores the handlers."""
     cancel = threading.Event()
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, lambda *_: cancel.set())
+        for sig in CANCEL_SIGNALS:
+            signal.signal(sig, lambda *_: cancel.set())
     return cancel
+
+
+@contextlib.contextmanager
+def _restored_signal_handlers():
+    """Put back the signal handlers a command installed (the CLI also runs inside tests)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in CANCEL_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -157,7 +193,7 @@ def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> No
     print(f"method     {result.method} ({result.backend or 'heuristic'})")
     print(f"status     {result.status.value}")
     if result.message and not result.ok:
-        print(f"why        {result.message}")
+        print(printable(f"why        {result.message}"))
     if result.timeline is None:
         return
     t = result.timeline
@@ -192,7 +228,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         save_schedule(result.schedule, args.output, result.timeline.summary())
     concurrent = _concurrent_ms(graph, result.schedule, result.timeline)
     if args.json:
-        print(json.dumps(_report(result, concurrent), indent=1))
+        print(_json_text(_report(result, concurrent)))
     else:
         _print_result(result, concurrent)
         if args.output and result.schedule is not None:
@@ -224,7 +260,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     timeline = simulate(replay_graph, schedule)
     concurrent = _concurrent_ms(replay_graph, schedule, timeline)
     if args.json:
-        print(json.dumps({**timeline.summary(), "concurrent_ms": concurrent}, indent=1))
+        print(_json_text({**timeline.summary(), "concurrent_ms": concurrent}))
     elif timeline.valid:
         print(
             f"valid: {format_ms(timeline.total_ms)} (concurrent {format_ms(concurrent)}), "
@@ -236,17 +272,30 @@ def cmd_check(args: argparse.Namespace) -> int:
                 f"  {device}: peak {format_size(peak)} of {format_size(timeline.budgets[device])}"
             )
     else:
-        print(f"invalid: {timeline.violation}", file=sys.stderr)
+        print(printable(f"invalid: {timeline.violation}"), file=sys.stderr)
     return EXIT_OK if timeline.valid else EXIT_NO_SCHEDULE
+
+
+def _json_text(doc: dict) -> str:
+    """One JSON document for stdout; a non-finite number (a sum of costs near 1e308 that
+    overflowed) is written as null, since JSON has no Infinity or NaN."""
+    return json.dumps(_finite(doc), indent=1, allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _fraction(text: str, graph: Graph) -> float:
     text = text.strip()
     if text.endswith("%"):
-        try:
-            return float(text[:-1]) / 100
-        except ValueError:
-            raise UsageError(f"{text!r} is not a percentage") from None
+        return _percent(text, "--from/--to") / 100
     try:
         return parse_size(text) / max(no_remat_peak(graph), 1)
     except ValueError as exc:
@@ -261,8 +310,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.device not in graph.device_index:
             devices = ", ".join(graph.device_index)
             raise UsageError(f"--device {args.device!r}: devices of {label} are {devices}")
-    if args.steps < 1:
-        raise UsageError("--steps must be at least 1")
+    if not 1 <= args.steps <= MAX_STEPS:
+        raise UsageError(f"--steps must be from 1 to {MAX_STEPS}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     methods = args.method or ["xengine", "checkmate"]
@@ -281,17 +330,66 @@ def cmd_examples(args: argparse.Namespace) -> int:
         try:
             graph = load_graph(path)
         except XEngineError as exc:
-            print(f"{name:<16} (unreadable: {exc})")
+            print(printable(f"{name:<16} (unreadable: {exc})"))
             continue
         devices = ", ".join(f"{d.name} {format_size(d.memory)}" for d in graph.devices)
         print(
-            f"{name:<16} {graph.n:>4} nodes  {len(graph.edges):>4} edges  {devices}  [{graph.name}]"
+            printable(
+                f"{name:<16} {graph.n:>4} nodes  {len(graph.edges):>4} edges  {devices}  "
+                f"[{graph.name}]"
+            )
         )
     return EXIT_OK
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line: what is wrong and where to look."""
+
+    def error(self, message: str):
+        self.exit(
+            EXIT_BAD_INPUT,
+            printable(f"{self.prog}: error: {message}; see {self.prog} --help") + "\n",
+        )
+
+
+def _seconds(text: str) -> float:
+    value = _float_arg(text)
+    if not 0 < value <= MAX_TIME_LIMIT_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be a number of seconds above 0 and at most {MAX_TIME_LIMIT_S}"
+        )
+    return value
+
+
+def _gap(text: str) -> float:
+    value = _float_arg(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0 (e.g. 0.01 for 1%)")
+    return value
+
+
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{value} must be from 1 to {MAX_THREADS}")
+    return value
+
+
+def _float_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         epilog="Also: main.py import-torch MODULE:CLASS --input 32x3x224x224 [-o FILE] imports a "
         "PyTorch module as a training graph (needs the torch extra; see its --help).",
         prog="main.py",
@@ -310,10 +408,10 @@ def _parser() -> argparse.ArgumentParser:
             metavar="DEVICE=SIZE",
             help="device memory, e.g. gpu=2GiB or gpu=60%% (of the no-remat peak)",
         )
-        p.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS")
+        p.add_argument("--time-limit", type=_seconds, default=60.0, metavar="SECONDS")
         p.add_argument("--solver", choices=["cbc", "highs"], default="cbc")
-        p.add_argument("--gap", type=float, default=1e-4, help="relative gap (default 1e-4)")
-        p.add_argument("--threads", type=int, default=None)
+        p.add_argument("--gap", type=_gap, default=1e-4, help="relative gap (default 1e-4)")
+        p.add_argument("--threads", type=_threads, default=None)
 
     solve_p = sub.add_parser("solve", help="find the fastest schedule")
     solver_args(solve_p)
@@ -371,8 +469,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    with _restored_signal_handlers():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command; every error becomes one line on stderr, never a traceback."""
     try:
         return args.run(args)
     except (XEngineError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(printable(f"error: {exc}"), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_NO_SCHEDULE
+    except Exception as exc:  # noqa: BLE001 - the last line of defence of the contract
+        if os.environ.get("XENGINE_DEBUG"):
+            raise
+        what = printable(f"{type(exc).__name__}: {exc}")[:300]
+        print(f"error: internal error ({what}); please report it with the input", file=sys.stderr)
         return EXIT_BAD_INPUT
