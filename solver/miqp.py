@@ -91,9 +91,10 @@ class MemoryUnits:
 
 
 def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
-    """Each device's unit: the gcd of its sizes and budget, or ``B_d / 10^6`` if that is finer.
+    """Each device's unit: the gcd of the sizes, or ``B_d / 10^6`` if that is finer.
 
-    With the gcd every number is a whole count of units: exact. Otherwise sizes and budget are
+    Every schedule's memory is a multiple of the gcd, so sizes in gcd units and the budget
+    rounded down to whole units state exactly the same rows. Otherwise sizes and budget are
     rounded to whole units of ``B_d / 10^6`` (solvers tell 1-byte differences in a 27 GB
     budget apart no better than their ~1e-9 relative tolerances, and whole units keep the
     rows robust). ``rounding="relaxed"`` rounds sizes down and the budget up: every schedule
@@ -112,13 +113,15 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
         raise ValueError(f"rounding must be 'relaxed' or 'safe'; got {rounding!r}")
     sizes = [int(m) for m in graph.memory]
     cap = max(2 * sum(sizes), 1)
+    # Every memory sum is a multiple of the sizes' gcd, so a budget rounded down to one is
+    # the same constraint: the gcd of the sizes alone is an exact unit.
+    divisor = 0
+    for value in sizes:
+        divisor = gcd(divisor, value)
+    divisor = max(divisor, 1)
     units, scaled, rhs, budgets, exact = [], [], [], [], []
     for raw in graph.budgets:
         budget = min(int(raw), cap)  # above this, memory never binds
-        divisor = 0
-        for value in [*sizes, budget]:
-            divisor = gcd(divisor, value)
-        divisor = max(divisor, 1)
         if budget // divisor <= MAX_ROW_UNITS:
             unit, row, limit = float(divisor), [m // divisor for m in sizes], budget // divisor
         else:
