@@ -2,28 +2,45 @@
 
 SVG goes through Qt's ``QSvgGenerator`` because pyqtgraph 0.14's ``SVGExporter`` fails on
 PySide6 >= 6.11 (qt-stack.md §3.3 #2, pyqtgraph#3495). Images render the whole widget, so a view
-exports with its header, legend and every stacked plot, as it looks on screen.
+exports with its header, legend and every stacked plot, as it looks on screen, but without its
+controls (buttons, boxes): a figure shows what is drawn, not a "Reset view" button. The SVG is
+written at the screen's resolution (at Qt's default 72 dpi the text of rich-text labels came out
+mis-spaced), and a view may offer ``export_context(kind)`` to swap what SVG cannot express (Qt
+writes pattern brushes such as the Gantt's hatching as plain fills) for plain lines. Every file
+is written atomically; CSV numbers are rounded to a nanosecond and text cells neutralised so
+that a spreadsheet never runs them as formulas.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRect, QSize
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRect, QSize
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QComboBox,
+    QProgressBar,
+    QWidget,
+)
 
-from solver.formats import atomic_write_text, save_schedule
+from solver.csvsafe import neutralise_row
+from solver.formats import atomic_write_bytes, atomic_write_text, save_schedule
 from solver.schedule import Schedule
 from solver.simulate import Timeline
 
 __all__ = [
     "CSV_COLUMNS",
+    "CSV_DECIMALS",
+    "figure_only",
     "export_png",
     "export_svg",
     "export_widget",
@@ -50,41 +67,79 @@ CSV_COLUMNS = (
 )
 """Timeline CSV columns. ``event`` is compute, recompute or transfer; ``memory_bytes`` is the
 memory in use on the device during an operation, or the bytes moved by a transfer."""
+CSV_DECIMALS = 6
+"""CSV times are rounded to 1e-6 ms (a nanosecond): ``0.062``, not ``0.062000000000000055``."""
+_CONTROLS = (QAbstractButton, QComboBox, QAbstractSpinBox, QProgressBar)
+"""Widgets left out of exported figures."""
+
+
+@contextlib.contextmanager
+def figure_only(widget: QWidget, kind: str = "png") -> Iterator[None]:
+    """Hide ``widget``'s controls (and let views swap in export-friendly items) while rendering.
+
+    Hidden children are skipped by ``QWidget.render``; their space stays blank because the
+    layout is not re-run, so the figure is the on-screen picture without the buttons.
+    """
+    hidden = [c for c in widget.findChildren(QWidget) if isinstance(c, _CONTROLS) and c.isVisible()]
+    views = [w for w in (widget, *widget.findChildren(QWidget)) if hasattr(w, "export_context")]
+    with contextlib.ExitStack() as stack:
+        for view in views:
+            stack.enter_context(view.export_context(kind))
+        for child in hidden:
+            child.hide()
+        try:
+            yield
+        finally:
+            for child in hidden:
+                child.show()
 
 
 def export_png(widget: QWidget, path: str | os.PathLike, scale: float = 2.0) -> QSize:
-    """Render ``widget`` to a PNG at ``scale`` times its size (2 = crisp on slides); returns
-    the pixel size written."""
+    """Render ``widget`` (without its controls) to a PNG at ``scale`` times its size (2 = crisp
+    on slides); returns the pixel size written."""
     size = widget.size() * scale
     image = QImage(size, QImage.Format.Format_ARGB32)
     image.setDevicePixelRatio(scale)
     image.fill(widget.palette().color(widget.backgroundRole()))
-    painter = QPainter(image)
-    try:
-        widget.render(painter, QPoint(0, 0))
-    finally:
-        painter.end()
-    if not image.save(os.fspath(path), "PNG"):
-        raise OSError(f"{path}: could not write the PNG image")
+    with figure_only(widget, "png"):
+        painter = QPainter(image)
+        try:
+            widget.render(painter, QPoint(0, 0))
+        finally:
+            painter.end()
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise OSError(f"{path}: could not encode the PNG image")
+    buffer.close()
+    atomic_write_bytes(path, bytes(data))
     logger.info("exported %s (%dx%d)", path, size.width(), size.height())
     return size
 
 
 def export_svg(widget: QWidget, path: str | os.PathLike, title: str = "") -> None:
-    """Render ``widget`` as an SVG drawing (vector text and lines, scalable in slides)."""
+    """Render ``widget`` (without its controls) as an SVG drawing: vector text and lines."""
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     generator = QSvgGenerator()
-    generator.setFileName(os.fspath(path))
+    generator.setOutputDevice(buffer)
+    generator.setResolution(widget.logicalDpiX())  # fonts measured as on screen
     generator.setSize(widget.size())
     generator.setViewBox(QRect(0, 0, widget.width(), widget.height()))
     generator.setTitle(title or widget.windowTitle() or type(widget).__name__)
     generator.setDescription("Exported from XEngine Studio")
-    painter = QPainter(generator)
-    try:
-        widget.render(painter, QPoint(0, 0))
-    finally:
-        painter.end()
-    if not Path(path).is_file():
-        raise OSError(f"{path}: could not write the SVG drawing")
+    with figure_only(widget, "svg"):
+        painter = QPainter(generator)
+        try:
+            widget.render(painter, QPoint(0, 0))
+        finally:
+            painter.end()
+    buffer.close()
+    if data.isEmpty():
+        raise OSError(f"{path}: could not render the SVG drawing")
+    atomic_write_bytes(path, bytes(data))
     logger.info("exported %s", path)
 
 
@@ -148,10 +203,20 @@ def timeline_rows(timeline: Timeline) -> list[dict[str, object]]:
 
 
 def export_timeline_csv(timeline: Timeline, path: str | os.PathLike) -> None:
-    """Write the timeline as CSV (``repr`` floats, so the numbers read back exactly)."""
+    """Write the timeline as CSV: times rounded to :data:`CSV_DECIMALS`, text neutralised."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
     for row in timeline_rows(timeline):
-        writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
+        cells = [_csv_number(row[c]) if isinstance(row[c], float) else row[c] for c in CSV_COLUMNS]
+        writer.writerow(neutralise_row(cells))
     atomic_write_text(path, buffer.getvalue())
+
+
+def _csv_number(value: float) -> str:
+    """``repr`` of the value rounded to :data:`CSV_DECIMALS` (shortest text, no float noise).
+
+    >>> _csv_number(0.062000000000000055), _csv_number(2.0), _csv_number(1e-9)
+    ('0.062', '2.0', '0.0')
+    """
+    return repr(round(value, CSV_DECIMALS) + 0.0)

@@ -8,7 +8,9 @@ from the simulator's timeline, never from solver variables.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +39,7 @@ from app.views.plotting import (
 from solver.explain import recompute_reason
 from solver.graph import NODE_KINDS
 
-__all__ = ["Bar", "GanttView"]
+__all__ = ["Bar", "GanttView", "hatch_segments"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ _OP_HEIGHT = 0.72
 _TRANSFER_HEIGHT = 0.5
 _MAX_LABELS = 250
 _HIT_PIXELS = 3.0
+_HATCH_PIXELS = 6.0
+"""Spacing of the hatching lines drawn for SVG export, in screen pixels."""
 
 
 @dataclass(frozen=True)
@@ -133,11 +137,41 @@ class GanttView(QWidget):
         self._plot.setYRange(-0.6, max(len(self._lanes), 1) - 0.4, padding=0.0)
         self._full_range = tuple(self._plot.getViewBox().viewRange()[0])
 
+    @contextlib.contextmanager
+    def export_context(self, kind: str) -> Iterator[None]:
+        """For an SVG export, draw the recomputations' hatching as lines (``app.export``)."""
+        if kind != "svg":
+            yield
+            return
+        vb = self._plot.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        px, py = vb.viewPixelSize()
+        for name, lines in self._hatch_lines.items():
+            bars = self._layers[f"hatch:{name}"].opts
+            rects = (
+                np.column_stack([bars["x0"], bars["width"], bars["y"], bars["height"]]).reshape(
+                    -1, 4
+                )
+                if len(bars["x0"])
+                else np.zeros((0, 4))
+            )
+            lines.setData(*hatch_segments(rects, (x0, x1), px, py, _HATCH_PIXELS))
+            lines.setVisible(True)
+            self._layers[f"hatch:{name}"].setVisible(False)
+        try:
+            yield
+        finally:
+            for name, lines in self._hatch_lines.items():
+                lines.setVisible(False)
+                self._layers[f"hatch:{name}"].setVisible(True)
+
     # ----- building -----------------------------------------------------------------------
     def _build_items(self) -> None:
         self._header = QLabel()
         self._header.setTextFormat(Qt.TextFormat.RichText)
-        # a long summary may be cut rather than force the whole view wider
+        # a long summary wraps rather than force the whole view wider; it is never cut, as a
+        # cut label is not cut in an SVG export, where it ran over the legend
+        self._header.setWordWrap(True)
         self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._legend = QLabel()
         self._legend.setTextFormat(Qt.TextFormat.RichText)
@@ -168,6 +202,14 @@ class GanttView(QWidget):
             item = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
             self._layers[name] = item
             self._plot.addItem(item)
+        # SVG cannot express pattern brushes (Qt writes them as flat fills): for an SVG export
+        # the hatching is drawn as real line segments instead (see export_context)
+        self._hatch_lines = {
+            kind: pg.PlotCurveItem(connect="pairs", antialias=False) for kind in NODE_KINDS
+        }
+        for item in self._hatch_lines.values():
+            item.setVisible(False)
+            self._plot.addItem(item, ignoreBounds=True)
         self._labels: list[pg.TextItem] = []
         self._label_font = QFont(self.font())
         self._label_font.setPointSizeF(max(self._label_font.pointSizeF() - 1, 7))
@@ -193,6 +235,7 @@ class GanttView(QWidget):
             self._layers[f"hatch:{kind}"].setOpts(
                 brush=colors.recompute_brush(kind), pen=pg.mkPen(None)
             )
+            self._hatch_lines[kind].setPen(colors.pen(fill, 1))
         transfer = QColor(colors.transfer)
         self._layers["transfer"].setOpts(brush=transfer, pen=colors.pen(transfer.darker(135), 1))
         self._layers["selection"].setOpts(
@@ -418,6 +461,40 @@ class GanttView(QWidget):
                 return ""
             self._reasons[index] = recompute_reason(graph, result.schedule, result.timeline, index)
         return self._reasons[index]
+
+
+def hatch_segments(
+    rects: np.ndarray, x_range: tuple[float, float], px: float, py: float, spacing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Diagonal line segments (x, y pairs) hatching each ``(x0, width, y_centre, height)`` rect.
+
+    Lines run at 45 degrees *on screen* (``px``, ``py``: data units per pixel), ``spacing``
+    pixels apart, clipped to each rect analytically (no clip paths, which SVG viewers handle
+    unevenly). Rects outside ``x_range`` or narrower than two pixels are skipped.
+
+    >>> x, y = hatch_segments(np.array([[0.0, 4.0, 0.0, 2.0]]), (0, 10), 1.0, 1.0, 2.0)
+    >>> len(x) // 2, float(x.min()), float(x.max()), float(y.min()), float(y.max())
+    (3, 0.0, 4.0, -1.0, 1.0)
+    """
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    lo, hi = x_range
+    for left, width, centre, height in rects:
+        if width / px < 2 or left > hi or left + width < lo:
+            continue
+        # in pixel units: the rect [a0, a1] x [b0, b1], lines a - b = c
+        a0, a1 = max(left, lo) / px, min(left + width, hi) / px
+        b0, b1 = (centre - height / 2) / py, (centre + height / 2) / py
+        cs = np.arange(np.ceil((a0 - b1) / spacing), np.floor((a1 - b0) / spacing) + 1) * spacing
+        start = np.maximum(a0, b0 + cs)
+        end = np.minimum(a1, b1 + cs)
+        keep = end > start
+        cs, start, end = cs[keep], start[keep], end[keep]
+        xs.append(np.column_stack([start, end]).ravel() * px)
+        ys.append(np.column_stack([start - cs, end - cs]).ravel() * py)
+    if not xs:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(xs), np.concatenate(ys)
 
 
 if __name__ == "__main__":
