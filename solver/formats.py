@@ -29,7 +29,7 @@ from solver.errors import FileWriteError, GraphFormatError, ScheduleFormatError
 from solver.graph import NODE_KINDS, Device, Edge, Graph, Link, Node, make_graph
 from solver.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.status import SolveStatus
-from solver.units import MAX_SIZE, parse_bandwidth, parse_size
+from solver.units import MAX_SIZE, format_size, parse_bandwidth, parse_size
 
 __all__ = [
     "GRAPH_FORMAT",
@@ -494,7 +494,7 @@ def _read_regular_file(path: str | os.PathLike, error: type[GraphFormatError]) -
         raise error(exc.strerror or str(exc), path=name, fix="check the path") from None
     if len(data) > MAX_FILE_BYTES:
         raise error(
-            f"larger than {MAX_FILE_BYTES // 1024**2} MiB",
+            f"larger than {format_size(MAX_FILE_BYTES)}",
             path=name,
             fix="graph and schedule files are far smaller; is this the right file?",
         )
