@@ -12,7 +12,7 @@ import logging
 
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, QSignalBlocker, Qt, QTimer
-from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
+from PySide6.QtGui import QAction, QColor, QKeyEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QSlider,
-    QStyle,
     QTextEdit,
     QToolButton,
     QVBoxLayout,
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
+from app.icons import media_icon
 from app.theme import colors_for
 from app.views.plotting import result_matches
 from solver.explain import state_at
@@ -117,37 +117,37 @@ class StepperPanel(QWidget):
 
     # ----- building ---------------------------------------------------------------------------
     def _build_items(self) -> None:
-        pixmap = QStyle.StandardPixmap
         specs = [
-            ("first", pixmap.SP_MediaSkipBackward, "First operation", Qt.Key.Key_Home, self.first),
+            ("first", "first", "First operation", Qt.Key.Key_Home, self.first),
             (
                 "previous",
-                pixmap.SP_MediaSeekBackward,
+                "previous",
                 "Previous operation",
                 Qt.Key.Key_Left,
                 lambda: self.step(-1),
             ),
             (
                 "play",
-                pixmap.SP_MediaPlay,
+                "play",
                 "Play / pause",
                 Qt.Key.Key_Space,
                 lambda: self.set_playing(not self.playing),
             ),
             (
                 "next",
-                pixmap.SP_MediaSeekForward,
+                "next",
                 "Next operation",
                 Qt.Key.Key_Right,
                 lambda: self.step(1),
             ),
-            ("last", pixmap.SP_MediaSkipForward, "Last operation", Qt.Key.Key_End, self.last),
+            ("last", "last", "Last operation", Qt.Key.Key_End, self.last),
         ]
         self._actions: dict[str, QAction] = {}
         buttons = QHBoxLayout()
         buttons.setSpacing(2)
         for name, icon, tip, key, slot in specs:
-            action = QAction(self.style().standardIcon(icon), tip, self)
+            action = QAction(tip, self)
+            action.setData(icon)
             action.setToolTip(f"{tip} ({QKeySequence(key).toString()})")
             action.setShortcut(QKeySequence(key))
             action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -224,12 +224,30 @@ class StepperPanel(QWidget):
         self._redraw_play()
 
     def _redraw_play(self) -> None:
-        icon = (
-            QStyle.StandardPixmap.SP_MediaPause
-            if self.playing
-            else QStyle.StandardPixmap.SP_MediaPlay
-        )
-        self._actions["play"].setIcon(self.style().standardIcon(icon))
+        self._actions["play"].setData("pause" if self.playing else "play")
+        self._redraw_icons()
+
+    def _redraw_icons(self) -> None:
+        """Icons in the palette's button-text colour, so they show on both themes."""
+        color = self.palette().color(QPalette.ColorRole.ButtonText)
+        for action in self._actions.values():
+            action.setIcon(media_icon(action.data(), color))
+
+    def icon_color(self, name: str) -> QColor:
+        """The colour of the drawn icon of step action ``name`` (its most common opaque one)."""
+        image = self._actions[name].icon().pixmap(32, 32).toImage()
+        counts: dict[int, int] = {}
+        for y in range(image.height()):
+            for x in range(image.width()):
+                pixel = image.pixel(x, y)
+                if (pixel >> 24) == 255:
+                    counts[pixel] = counts.get(pixel, 0) + 1
+        return QColor.fromRgba(max(counts, key=counts.get)) if counts else QColor()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and getattr(self, "_actions", None):
+            self._redraw_icons()
 
     def _show_state(self, index: int) -> None:
         result = self._document.result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtTest import QTest
 
 from app.views.stepper import StepperPanel
@@ -81,3 +82,22 @@ def test_stepper_disables_itself_without_a_schedule(panel, document):
     document.set_result(None)
     assert not panel.slider.isEnabled()
     assert not panel.step_actions["next"].isEnabled()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_stepper_icons_contrast_with_the_theme(qapp, panel, theme):
+    """The step buttons are drawn in the button-text colour: visible on the dark theme too."""
+    from app.theme import apply_theme
+
+    apply_theme(qapp, theme)
+    try:
+        button = panel.palette().color(QPalette.ColorRole.Button)
+        for name in ("first", "previous", "play", "next", "last"):
+            icon = panel.icon_color(name)
+            assert icon.name() == panel.palette().color(QPalette.ColorRole.ButtonText).name()
+            assert abs(icon.lightnessF() - button.lightnessF()) > 0.5, name
+        panel.set_playing(True)
+        assert panel.icon_color("play").name() == icon.name()  # pause, same colour
+        panel.set_playing(False)
+    finally:
+        apply_theme(qapp, "light")
