@@ -84,10 +84,23 @@ class MemoryUnits:
     budgets: np.ndarray
     exact: np.ndarray
     rounding: str = "relaxed"
+    cap: int = 0
 
     @property
     def all_exact(self) -> bool:
         return bool(np.all(self.exact))
+
+    def binds(self, d: int) -> bool:
+        """Whether device ``d``'s budget can bind at all (else it gets no memory rows)."""
+        return int(self.budgets[d]) < self.cap
+
+
+def unbounded_memory(graph: Graph) -> int:
+    """Memory no schedule of the solved model can exceed on one device: every tensor resident
+    once (``R + S <= 1``) plus the largest set of copied inputs of one operation."""
+    sizes = [int(m) for m in graph.memory]
+    inputs = max((sum(sizes[i] for i in graph.inputs[k]) for k in range(graph.n)), default=0)
+    return sum(sizes) + inputs + 1
 
 
 def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
@@ -112,7 +125,7 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
     if rounding not in ("relaxed", "safe"):
         raise ValueError(f"rounding must be 'relaxed' or 'safe'; got {rounding!r}")
     sizes = [int(m) for m in graph.memory]
-    cap = max(2 * sum(sizes), 1)
+    cap = unbounded_memory(graph)
     # Every memory sum is a multiple of the sizes' gcd, so a budget rounded down to one is
     # the same constraint: the gcd of the sizes alone is an exact unit.
     divisor = 0
@@ -121,8 +134,8 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
     divisor = max(divisor, 1)
     units, scaled, rhs, budgets, exact = [], [], [], [], []
     for raw in graph.budgets:
-        budget = min(int(raw), cap)  # above this, memory never binds
-        if budget // divisor <= MAX_ROW_UNITS:
+        budget = min(int(raw), cap)  # at the cap, memory never binds: no rows at all
+        if budget >= cap or budget // divisor <= MAX_ROW_UNITS:
             unit, row, limit = float(divisor), [m // divisor for m in sizes], budget // divisor
         else:
             unit = budget / MAX_ROW_UNITS
@@ -142,6 +155,7 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
         np.array(budgets, dtype=np.int64),
         np.array(exact, dtype=bool),
         rounding,
+        cap,
     )
 
 
@@ -348,6 +362,8 @@ def add_variables(model: ArrayModel, b: _Builder) -> None:
                     if math.isfinite(cost):
                         model.X[src, dst, t, e] = b.column(cost, 1.0, integer=False)
     for d in range(g.num_devices):
+        if not model.memory.binds(d):
+            continue
         for t in range(g.n):
             for k in range(t + 1):
                 if (d, t, k) in model.R:
@@ -438,6 +454,8 @@ def add_memory_constraints(model: ArrayModel, b: _Builder) -> None:
     for e, (_, k) in enumerate(g.edge_pairs):
         incoming[k].append(e)
     for d in range(g.num_devices):
+        if not model.memory.binds(d):
+            continue  # a budget no schedule can exceed needs no rows
         size, rhs = model.memory.sizes[d], float(model.memory.rhs[d])
         for t in range(g.n):
             previous: int | None = None
