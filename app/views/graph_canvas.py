@@ -143,8 +143,10 @@ class GraphCanvas(QGraphicsView):
             self._view.click_edge(edge.key if edge else None)
 
     def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 - Qt override
-        if self._node_at(event.position().toPoint()) is None:
-            self._view.request_add_node()
+        point = event.position().toPoint()
+        if self._node_at(point) is None:
+            self.auto_fit = False  # the new node stays under the mouse, not re-fitted away
+            self._view.request_add_node(self.mapToScene(point))
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
         self._view.show_context_menu(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QAction, QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QGraphicsScene,
@@ -42,6 +42,7 @@ from app.views.graph_items import (
     status_colour,
 )
 from app.views.graph_layout import layout_graph
+from solver.edits import next_node_id
 from solver.graph import Graph
 
 __all__ = ["GraphView", "step_residency"]
@@ -99,6 +100,8 @@ class GraphView(QWidget):
         self.nodes: dict[str, NodeItem] = {}
         self.edges: dict[tuple[str, str], EdgeItem] = {}
         self._residency: dict[str, dict[str, str]] | None = None
+        self._pinned: dict[str, QPointF] = {}
+        """Nodes placed by hand (double-click), drawn there instead of at their layout place."""
         self.scene = QGraphicsScene(self)
         self.canvas = GraphCanvas(self)
         self.canvas.setScene(self.scene)
@@ -147,9 +150,19 @@ class GraphView(QWidget):
     def request_connect(self, source: str, target: str) -> None:
         self._document.edit(ConnectCommand, source, target)
 
-    def request_add_node(self) -> None:
-        if self._document.graph is not None:
-            self._document.edit(AddNodeCommand)
+    def request_add_node(self, at: QPointF | None = None) -> None:
+        """Add a node; ``at`` (scene coordinates, a double-click) is where it is drawn."""
+        graph = self._document.graph
+        if graph is None:
+            return
+        if at is not None:
+            # AddNodeCommand names the node next_node_id(graph): pin that name to the spot
+            self._pinned[next_node_id(graph)] = QPointF(at)
+        self._document.edit(AddNodeCommand)
+
+    def node_position(self, node_id: str) -> QPointF:
+        """Where ``node_id``'s item is drawn (scene coordinates of its centre)."""
+        return self.nodes[node_id].pos()
 
     def show_context_menu(self, node: NodeItem | None, edge: EdgeItem | None, where) -> None:
         menu = QMenu(self)
@@ -175,7 +188,10 @@ class GraphView(QWidget):
         graph = self._document.graph
         old = set(self.nodes)
         new = set(graph.index) if graph else set()
-        self._rebuild(fit=len(old & new) * 2 < max(len(new), 1) or self.canvas.auto_fit)
+        another_graph = len(old & new) * 2 < max(len(new), 1)
+        if another_graph and len(new) > 1:
+            self._pinned.clear()  # places chosen on another graph mean nothing here
+        self._rebuild(fit=another_graph and not self._pinned or self.canvas.auto_fit)
 
     def _rebuild(self, fit: bool) -> None:
         self.scene.clear()
@@ -199,9 +215,14 @@ class GraphView(QWidget):
         for node in graph.nodes:
             height = MIN_HEIGHT + (MAX_HEIGHT - MIN_HEIGHT) * math.sqrt(node.memory / biggest)
             item = NodeItem(node, height, colors)
-            item.setPos(
-                placement.column[node.id] * COLUMN_SPACING, placement.row[node.id] * ROW_SPACING
-            )
+            pinned = self._pinned.get(node.id)
+            if pinned is not None:
+                item.setPos(pinned)
+            else:
+                item.setPos(
+                    placement.column[node.id] * COLUMN_SPACING,
+                    placement.row[node.id] * ROW_SPACING,
+                )
             if self._residency is not None:
                 item.set_residency(devices, self._residency.get(node.id, {}))
             item.setToolTip(item.describe(graph))

@@ -7,6 +7,8 @@ leaves the graph and the undo stack as they were.
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
 
 from app.commands import ConnectCommand, SetBudgetCommand
 from app.panels.devices import SLIDER_STEPS
@@ -135,3 +137,18 @@ def test_devices_rename_add_remove_and_link_edits_are_undoable(make_window, dial
         window.window_actions.undo.trigger()
     assert [d.name for d in doc.graph.devices] == ["cpu", "gpu"]
     assert not dialogs.errors
+
+
+def test_editor_double_click_places_the_new_node_where_clicked(qtbot, make_window):
+    window = make_window("chain")
+    canvas = window.graph_view.canvas
+    qtbot.waitExposed(canvas)
+    point = QPoint(canvas.viewport().width() - 40, 30)  # background, away from the nodes
+    assert canvas.items(point) == []
+    before = set(window.document.graph.index)
+    with qtbot.waitSignal(window.document.graph_changed, timeout=5_000):
+        QTest.mouseDClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    (added,) = set(window.document.graph.index) - before
+    assert window.document.selection == added
+    where = canvas.mapFromScene(window.graph_view.node_position(added))
+    assert abs(where.x() - point.x()) <= 1 and abs(where.y() - point.y()) <= 1
