@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import csv
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -169,3 +172,197 @@ def test_solve_json_stdout_is_pure_json_with_highs():
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "optimal"  # HiGHS's banner went to stderr
+
+
+# ----- hostile input (issue 11): exit 2, one line, never a traceback ---------------------------
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["solve", "chain", "--time-limit", "nan"],
+            "main.py solve: error: argument --time-limit: 'nan' is not a finite number; "
+            "see main.py solve --help",
+        ),
+        (
+            ["solve", "chain", "--time-limit", "inf"],
+            "main.py solve: error: argument --time-limit: 'inf' is not a finite number; "
+            "see main.py solve --help",
+        ),
+        (
+            ["solve", "chain", "--gap", "-1"],
+            "main.py solve: error: argument --gap: '-1' must be >= 0 (e.g. 0.01 for 1%); "
+            "see main.py solve --help",
+        ),
+        (
+            ["solve", "chain", "--threads", "0"],
+            "main.py solve: error: argument --threads: 0 must be from 1 to 256; "
+            "see main.py solve --help",
+        ),
+        (
+            ["solve", "chain", "--budget", "gpu=inf%"],
+            "error: --budget 'gpu=inf%': a percentage must be a number from 0 to 1000000",
+        ),
+        (
+            ["solve", "chain", "--budget", "gpu=nan%"],
+            "error: --budget 'gpu=nan%': a percentage must be a number from 0 to 1000000",
+        ),
+        (
+            ["solve", "chain", "--budget", "gpu=1e99999999 B"],
+            "error: --budget 'gpu=1e99999999 B': '1e99999999 B' is too large; "
+            "sizes must be at most 9007199254740992 bytes",
+        ),
+        (
+            ["solve"],
+            "main.py solve: error: the following arguments are required: graph; "
+            "see main.py solve --help",
+        ),
+        (
+            ["solve", "chain", "--bogus", "a\nb"],
+            "main.py: error: unrecognized arguments: --bogus a\\nb; see main.py --help",
+        ),
+        (
+            ["sweep", "chain", "--device", "gpu", "--from", "nan%"],
+            "error: --from/--to: a percentage must be a number from 0 to 1000000",
+        ),
+        (
+            ["check", "chain", "/dev/zero"],
+            "error: /dev/zero: not a regular file (a folder, device or pipe); give a JSON file",
+        ),
+    ],
+)
+def test_hostile_arguments_exit_2_with_one_line(argv, line, capsys):
+    import time
+
+    start = time.perf_counter()
+    assert main(argv) == 2
+    assert time.perf_counter() - start < 5
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_ids_with_newlines_and_ansi_escapes_are_echoed_escaped(tmp_path, capsys):
+    doc = copy.deepcopy(SPEC_EXAMPLE)
+    doc["nodes"][1]["inputs"] = ["evil\n\x1b[2Jid"]
+    assert main(["check", _write(tmp_path, doc), "s.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert "edge evil\\n\\x1b[2Jid -> fc2: unknown node 'evil\\n\\x1b[2Jid'" in err
+
+
+def test_usage_error_inside_a_subcommand_is_one_line_on_a_real_run():
+    done = subprocess.run(
+        [sys.executable, "main.py", "solve", "chain", "--solver", "gurobi"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "main.py solve: error: argument --solver: invalid choice: 'gurobi' (choose from "
+        "'cbc', 'highs'); see main.py solve --help\n"
+    )
+
+
+# ----- signals: SIGTERM and SIGHUP cancel like Ctrl-C ---------------------------------------------
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signals_cancel_the_solve_and_keep_the_incumbent(sig, monkeypatch, capsys):
+    import os
+    from dataclasses import replace
+
+    import solver.results.cached as cached
+    from solver.methods import solve
+    from solver.status import SolveStatus
+
+    seen: list[bool] = []
+
+    def fake_solve_cached(graph, method, options, store, on_progress=None, cancel=None, **_):
+        os.kill(os.getpid(), sig)  # as `kill -TERM` or closing the terminal would
+        seen.append(cancel.wait(5))
+        incumbent = solve(graph, "checkpoint-all:cpu")
+        return cached.CachedSolve(replace(incumbent, status=SolveStatus.CANCELLED))
+
+    monkeypatch.setattr(cached, "solve_cached", fake_solve_cached)
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    assert main(["solve", "chain", "--no-store"]) == 1
+    assert seen == [True]
+    out = capsys.readouterr().out
+    assert "status     cancelled" in out and "memory     cpu: peak" in out
+    after = {s: signal.getsignal(s) for s in before}
+    assert after == before  # the handlers are put back after the command
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
+        if int(rest.split()[1]) == pid:
+            found.append((int(entry), name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find CBC")
+def test_sigterm_stops_cbc_and_keeps_the_incumbent_in_a_real_run():
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "main.py", "solve", "vgg16", "--budget", "gpu=60%"]
+        + ["--time-limit", "120", "--no-store"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(n == "cbc" for _, n in _children(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, "CBC never started"
+            time.sleep(0.05)
+        cbc = [p for p, n in _children(proc.pid) if n == "cbc"]
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert time.monotonic() - started < 15
+    assert "status     cancelled" in out and "memory     gpu: peak" in out, out
+    assert "Traceback" not in err
+    assert not [p for p in cbc if Path(f"/proc/{p}").exists()], "CBC left running"
+
+
+# ----- CSV cells -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cell", "written"),
+    [
+        ('=HYPERLINK("http://x")', '\'=HYPERLINK("http://x")'),
+        ("+1+2", "'+1+2"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1:A2)", "'@SUM(A1:A2)"),
+        ("\t=1", "'\t=1"),
+        ("-3.5", "-3.5"),
+        ("+1e-3", "+1e-3"),
+        ("gpu", "gpu"),
+        ("", ""),
+    ],
+)
+def test_neutralise_csv_cell(cell, written):
+    from solver.csvsafe import neutralise_csv_cell
+
+    assert neutralise_csv_cell(cell) == written
+
+
+def test_sweep_csv_neutralises_names_from_the_graph(tmp_path, capsys):
+    text = json.dumps(SPEC_EXAMPLE).replace('"gpu"', '"=gpu"').replace("gpu->", "=gpu->")
+    text = text.replace("->gpu", "->=gpu")
+    out = tmp_path / "sweep.csv"
+    argv = ["sweep", _write(tmp_path, text), "--device", "=gpu", "--from", "100%", "--to"]
+    argv += ["100%", "--steps", "1", "--method", "checkpoint-all", "--no-store", "--jobs", "1"]
+    assert main([*argv, "-o", str(out)]) == 0, capsys.readouterr().err
+    rows = list(csv.reader(out.read_text().splitlines()))
+    assert rows[1][0] == "'=gpu" and rows[1][1] == "1.0"
