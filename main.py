@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {"solve", "check", "sweep", "results", "examples", "import-torch", "-h", "--help"}
+COMMANDS = {"solve", "check", "sweep", "results", "examples", "import-torch", "execute"}
+COMMANDS |= {"-h", "--help"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -391,7 +391,8 @@ def _float_arg(text: str) -> float:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         epilog="Also: main.py import-torch MODULE:CLASS --input 32x3x224x224 [-o FILE] imports a "
-        "PyTorch module as a training graph (needs the torch extra; see its --help).",
+        "PyTorch module as a training graph (needs the torch extra; see its --help); "
+        "main.py execute MODULE:CLASS --input SHAPE --schedule FILE runs a schedule for real.",
         prog="main.py",
         description="XEngine Studio: tensor "
         "rematerialization on heterogeneous devices. With no "
@@ -465,6 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from solver.importers.cli import import_torch_command
 
         return import_torch_command(argv[1:])
+    if argv and argv[0] == "execute":
+        from solver.importers.execute_cli import execute_command
+
+        return execute_command(argv[1:])
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:

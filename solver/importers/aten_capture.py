@@ -231,8 +231,8 @@ def _capture_error(exc: BaseException, name: str, shape: tuple[int, ...]) -> Gra
     if data_dependent:
         why = "data-dependent control flow (a Python branch on a tensor's value)"
         fix = (
-            "make the branch static (or use torch.cond / torch.where), or import the "
-            "forward graph with --capture fx, or export to ONNX"
+            "make the branch static (or use torch.where / torch.cond), or export the model "
+            "to ONNX, which records the branch an example input takes, and import that file"
         )
     else:
         why = f"{type(exc).__name__}: {text}"

@@ -1,5 +1,9 @@
 """``python main.py import-torch module:Class --input 32x3x224x224 [-o FILE] [--level op|layer]``.
 
+``--capture aten`` (default) imports PyTorch's own joint forward+backward graph
+(:mod:`solver.importers.aten`); ``--capture fx`` is the torch.fx importer, the fallback for
+models whose training step cannot be captured.
+
 The lead's ``main.py`` dispatches here: :func:`import_torch_command` parses its own arguments,
 writes the graph atomically (or prints it), and returns the exit status of spec/formats.md:
 0 on success, 2 for bad input (unknown module, untraceable model, torch missing, bad shape).
@@ -42,7 +46,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="main.py import-torch",
-        description="Import a PyTorch nn.Module as a training graph (torch.fx, meta device).",
+        description="Import a PyTorch nn.Module as a training graph.",
     )
     parser.add_argument("spec", help="module:Class or path/to/file.py:Class (built with no args)")
     parser.add_argument(
@@ -54,10 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="graph file (default: stdout)")
     parser.add_argument(
+        "--capture",
+        choices=("aten", "fx"),
+        default="aten",
+        help="aten: PyTorch's joint forward+backward graph (default; any capturable model); "
+        "fx: torch.fx forward graph, backward synthesised (fallback)",
+    )
+    parser.add_argument(
         "--level",
         choices=("layer", "op"),
         default="layer",
-        help="layer: conv+BN+activation fused (default); op: one node per op",
+        help="layer: ops grouped by module, GEMM-less ones fused into the one before "
+        "(default); op: one node per op",
     )
     parser.add_argument(
         "--cost",
@@ -89,14 +101,18 @@ def import_torch_command(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse printed usage or help already
         return 0 if exc.code in (0, None) else 2
+    from solver.importers.aten import import_aten
     from solver.importers.torch_fx import import_torch
 
     platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
     cost_model: object = "roofline"
-    if args.cost == "measured":
+    if args.cost == "measured" and args.capture == "fx":
         cost_model = {"cpu": MeasuredCpuCostModel(on_progress=_progress)}
+    elif args.cost == "measured":
+        cost_model = "measured"
+    importer = import_aten if args.capture == "aten" else import_torch
     try:
-        graph = import_torch(
+        graph = importer(
             args.spec,
             args.input,
             level=args.level,

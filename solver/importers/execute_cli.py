@@ -1,0 +1,189 @@
+"""``python main.py execute MODEL_SPEC --input SHAPE --schedule FILE [...]``.
+
+Captures the model's training step again (same spec, input shape and ``--level`` as the
+``import-torch`` that wrote the graph), checks that the schedule belongs to that graph, runs
+one training step by the schedule (:mod:`solver.importers.executor`) and prints measured beside
+predicted time and peak memory, and whether the gradients equal a plain ``loss.backward()``.
+``--export-policy FILE.py`` also writes the selective-checkpointing policy of a one-device
+schedule (:mod:`solver.importers.sac_policy`).
+
+Exit status: 0 the step ran and the gradients match; 1 they do not match; 2 bad input (the
+schedule is for another graph, an unknown device, torch missing, ...). Errors are one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
+
+from solver.errors import XEngineError
+from solver.formats import load_graph, load_schedule
+from solver.graph import Graph
+from solver.importers.cli import parse_shape
+from solver.importers.hardware import DEVICES, LINKS, make_platform
+from solver.units import format_size
+
+__all__ = ["execute_command", "parse_device_map"]
+
+
+def parse_device_map(text: str) -> dict[str, str]:
+    """``"gpu=cuda:0,cpu=cpu"`` -> ``{"gpu": "cuda:0", "cpu": "cpu"}``.
+
+    Examples
+    --------
+    >>> parse_device_map("gpu=cpu, cpu=cpu")
+    {'gpu': 'cpu', 'cpu': 'cpu'}
+    """
+    result = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, device = part.partition("=")
+        if not sep or not name.strip() or not device.strip():
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: write DEVICE=TORCH_DEVICE pairs joined by commas, e.g. gpu=cpu"
+            )
+        result[name.strip()] = device.strip()
+    return result
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="main.py execute",
+        description="Run one training step of a PyTorch model by a schedule and measure it.",
+    )
+    parser.add_argument("spec", help="module:Class or path/to/file.py:Class (built with no args)")
+    parser.add_argument("--input", required=True, type=parse_shape, metavar="SHAPE")
+    parser.add_argument("--schedule", required=True, metavar="FILE", help="*.schedule.json")
+    parser.add_argument("--level", choices=("layer", "op"), default="layer")
+    parser.add_argument(
+        "--graph",
+        metavar="FILE",
+        help="the graph the schedule was solved on (checked against the import; its costs "
+        "and devices give the prediction); default: the import itself",
+    )
+    parser.add_argument(
+        "--device-map",
+        type=parse_device_map,
+        default={},
+        metavar="DEV=TORCH,...",
+        help="schedule device -> torch device, e.g. gpu=cuda:0,cpu=cpu or gpu=cpu",
+    )
+    parser.add_argument(
+        "--cost",
+        choices=("graph", "measured"),
+        default="graph",
+        help="predict with the graph's costs (default) or with node times measured here "
+        "for every device mapped to the CPU",
+    )
+    parser.add_argument("--cpu", choices=sorted(DEVICES), default="ryzen-9-7950x")
+    parser.add_argument("--gpu", choices=sorted(DEVICES), default="rtx-3090")
+    parser.add_argument("--link", choices=sorted(LINKS), default="pcie4-x16")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--export-policy", metavar="FILE.py", help="write a SAC policy")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def execute_command(argv: list[str]) -> int:
+    """Run ``execute`` with ``argv`` (the arguments after the subcommand); return 0, 1 or 2."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code in (0, None) else 2
+    try:
+        report, note = _run(args)
+    except XEngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(
+            f"error: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    else:
+        _print_report(report)
+    return 0 if report.gradients_match else 1
+
+
+def _run(args: argparse.Namespace):
+    from solver.importers.aten import capture_model, graph_from_plan, structure_hash
+    from solver.importers.aten_groups import plan_groups
+    from solver.importers.executor import execute_schedule, measure_group_times
+
+    plan = plan_groups(capture_model(args.spec, args.input), args.level)
+    platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
+    imported = graph_from_plan(plan, platform)
+    graph, note = imported, ""
+    if args.graph:
+        graph = load_graph(args.graph)
+        if structure_hash(graph) != structure_hash(imported):
+            raise XEngineError(
+                f"{args.graph}: graph '{graph.name}' ({graph.n} nodes) is not the import of "
+                f"{args.spec} at {'x'.join(map(str, args.input))}, level {args.level} "
+                f"({imported.n} nodes; {_first_difference(graph, imported)}); import it "
+                "again with the same input shape and level, and solve on that file"
+            )
+    schedule = _load_schedule(args.schedule, graph, args.spec)
+    if schedule.graph and schedule.graph != graph.name:
+        note = (
+            f"{args.schedule} names graph '{schedule.graph}', the import is '{graph.name}'; "
+            "its node ids match, so it runs"
+        )
+    if args.cost == "measured":
+        mapped = {d.name for d in graph.devices if args.device_map.get(d.name, d.name) == "cpu"}
+        graph = _with_costs(graph, mapped, measure_group_times(plan))
+    report = execute_schedule(plan, graph, schedule, args.device_map, seed=args.seed)
+    if args.export_policy:
+        from solver.importers.sac_policy import write_policy
+
+        write_policy(args.export_policy, plan, graph, schedule, label=args.spec)
+    return report, note
+
+
+def _load_schedule(path: str, graph: Graph, spec: str):
+    from solver.errors import ScheduleFormatError
+
+    try:
+        return load_schedule(path, graph)
+    except ScheduleFormatError as exc:
+        if "unknown node" not in exc.what:
+            raise
+        raise XEngineError(
+            f"{path}: {exc.where}: {exc.what}: the schedule is not for the graph imported from "
+            f"{spec} ({graph.n} nodes); solve it on that graph (import-torch ... -o FILE, "
+            "then solve FILE)"
+        ) from None
+
+
+def _first_difference(graph: Graph, imported: Graph) -> str:
+    for ours, theirs in zip(imported.nodes, graph.nodes, strict=False):
+        if (ours.id, ours.memory) != (theirs.id, theirs.memory):
+            return f"first difference at node {ours.id!r} vs {theirs.id!r}"
+    return "the edges differ" if graph.n == imported.n else "the node counts differ"
+
+
+def _with_costs(graph: Graph, devices: set[str], times: Mapping[str, float]) -> Graph:
+    nodes = tuple(
+        replace(n, cost={**n.cost, **{d: float(f"{times[n.id]:.6g}") for d in devices}})
+        for n in graph.nodes
+    )
+    return replace(graph, nodes=nodes)
+
+
+def _print_report(report) -> None:
+    print(f"gradients match loss.backward(): {'yes' if report.gradients_match else 'NO'}")
+    print(f"  max abs difference {report.max_abs_error:.3g}")
+    print(f"time: measured {report.measured_ms:.3f} ms, predicted {report.predicted_ms:.3f} ms")
+    for device, peak in report.measured_peak.items():
+        predicted = report.predicted_peak.get(device, 0)
+        budget = report.budgets.get(device, 0)
+        print(
+            f"{device} -> {report.device_map[device]}: peak measured {format_size(peak)}, "
+            f"predicted {format_size(predicted)}, budget {format_size(budget)}"
+        )

@@ -1,0 +1,177 @@
+"""Apply a one-device schedule in PyTorch: a selective activation checkpointing policy.
+
+``torch.utils.checkpoint.create_selective_checkpoint_contexts`` asks a policy, for every ATen
+op of the checkpointed forward, whether to save its output (``MUST_SAVE``) or to recompute it
+in the backward (``PREFER_RECOMPUTE``). The policy written here answers by the op's position in
+the forward: the ops of the nodes the schedule recomputes are recomputed, every other op's
+output is saved, i.e. exactly the schedule's checkpoints. The positions come from the same
+capture the graph was imported from (the forward ops of the joint graph, in order); the policy
+checks each op's name against the capture and stops with an error if the model runs other ops.
+
+SAC recomputes an op at most once per backward; a schedule that recomputes a node several
+times becomes "recompute it once". Random ops (dropout masks) are always saved: checkpointing
+replays the generator from the start of the region, so a recomputed mask after a saved one
+would differ from the original. Use it as::
+
+    from torch.utils.checkpoint import checkpoint
+    from policy import context_fn
+    loss = loss_fn(checkpoint(model, x, use_reentrant=False, context_fn=context_fn))
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+
+from solver.errors import XEngineError
+from solver.graph import Graph
+from solver.importers.aten_capture import node_tag
+from solver.importers.aten_groups import GroupPlan
+from solver.schedule import Schedule
+from solver.simulate import check_schedule, effective_graph
+
+__all__ = ["forward_ops", "recomputed_nodes", "policy_source", "write_policy"]
+
+#: Ops autograd itself adds while tracing (a saved output is detached); SAC never sees them in
+#: some runs and sees them in others, so the policy skips them without counting.
+_UNCOUNTED = ("aten.detach.default",)
+
+
+def forward_ops(plan: GroupPlan) -> list[tuple[str, str | None]]:
+    """The model's forward ATen ops in order: ``(op name, owning node or None for views)``."""
+    rows = []
+    for node in plan.capture.gm.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if node_tag(node).get("phase") != "forward" or str(node.target) in _UNCOUNTED:
+            continue
+        rows.append((str(node.target), plan.owner.get(node.name)))
+    return rows
+
+
+def recomputed_nodes(graph: Graph, schedule: Schedule) -> set[str]:
+    """Forward nodes the schedule computes more than once."""
+    timeline = check_schedule(effective_graph(graph, schedule), schedule)
+    return {e.node for e in timeline.ops if e.recompute and e.kind == "forward"}
+
+
+def policy_source(plan: GroupPlan, graph: Graph, schedule: Schedule, *, label: str = "") -> str:
+    """Python source of a module defining ``policy_fn`` and ``context_fn`` for ``schedule``.
+
+    Raises
+    ------
+    XEngineError
+        If the schedule uses more than one device (SAC applies to one device).
+    """
+    devices = {op.device for _, op in schedule.operations}
+    if len(devices) != 1:
+        raise XEngineError(
+            f"the schedule runs on {len(devices)} devices ({', '.join(sorted(devices))}); a "
+            "checkpointing policy applies to one device; solve with a single-device method, "
+            "e.g. --method checkmate:gpu"
+        )
+    recompute = recomputed_nodes(graph, schedule)
+    ops = forward_ops(plan)
+    random = _random_positions(plan)
+    indices = [i for i, (_, owner) in enumerate(ops) if owner in recompute and i not in random]
+    return _TEMPLATE % {
+        "label": label or plan.capture.name,
+        "nodes": json.dumps(sorted(recompute)),
+        "ops": _wrap(json.dumps([name for name, _ in ops])),
+        "recompute": _wrap(json.dumps(indices)),
+        "count": len(ops),
+        "uncounted": repr(_UNCOUNTED),
+    }
+
+
+def _random_positions(plan: GroupPlan) -> set[int]:
+    """Positions of random ops and of the ops making or scaling their tensors (dropout's
+    ``empty_like``, ``bernoulli_``, ``div_``): always saved. Checkpointing replays the generator
+    from the start of the region, so recomputing one random op after saving an earlier one
+    would draw the earlier op's numbers."""
+    import torch
+
+    from solver.importers.aten_groups import bases
+
+    nodes = [
+        n
+        for n in plan.capture.gm.graph.nodes
+        if n.op == "call_function"
+        and n.target is not operator.getitem
+        and node_tag(n).get("phase") == "forward"
+        and str(n.target) not in _UNCOUNTED
+    ]
+    base = bases(list(plan.capture.gm.graph.nodes))
+    seeded = torch.Tag.nondeterministic_seeded
+    random_bases = {base[n.name] for n in nodes if seeded in getattr(n.target, "tags", ())}
+    return {i for i, n in enumerate(nodes) if base[n.name] in random_bases}
+
+
+def write_policy(path, plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = "") -> None:
+    """Write :func:`policy_source` to ``path`` atomically."""
+    from solver.formats import atomic_write_text
+
+    atomic_write_text(path, policy_source(plan, graph, schedule, label=label))
+
+
+def _wrap(text: str, width: int = 96) -> str:
+    items = text[1:-1].split(", ")
+    lines, line = [], ""
+    for item in items:
+        if line and len(line) + len(item) + 2 > width:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {item}" if line else item
+    lines.append(line)
+    return "[\n    " + "\n    ".join(lines) + "\n]" if items != [""] else "[]"
+
+
+_TEMPLATE = '''"""Selective activation checkpointing policy for %(label)s (XEngine Studio).
+
+It saves exactly the schedule's checkpoints: the outputs of the forward ATen ops of the nodes
+the schedule recomputes are recomputed in the backward, every other op's output is saved.
+Recomputed nodes: %(nodes)s
+
+    from torch.utils.checkpoint import checkpoint
+    out = checkpoint(model, x, use_reentrant=False, context_fn=context_fn)
+"""
+
+import torch
+from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+#: The model's forward ATen ops in order (%(count)d), as captured when the graph was imported.
+OPS = %(ops)s
+#: Positions in OPS whose outputs are recomputed instead of saved.
+RECOMPUTE = frozenset(%(recompute)s)
+UNCOUNTED = %(uncounted)s
+
+
+def make_policy(log=None):
+    """A fresh policy (its own op counters); ``log`` collects (position, recompute?) pairs."""
+    position = {False: 0, True: 0}
+
+    def policy_fn(ctx, op, *args, **kwargs):
+        if str(op) in UNCOUNTED:
+            return CheckpointPolicy.PREFER_RECOMPUTE  # free; not in OPS
+        phase = bool(ctx.is_recompute)
+        i = position[phase]
+        position[phase] = i + 1
+        if i >= len(OPS) or str(op) != OPS[i]:
+            expected = OPS[i] if i < len(OPS) else "the end of the forward"
+            raise RuntimeError(
+                f"checkpoint policy: op {i} is {op}, the schedule's capture has {expected}; "
+                "re-import the model with the same input shape and export the policy again"
+            )
+        if log is not None and not phase:
+            log.append((i, i in RECOMPUTE))
+        if i in RECOMPUTE:
+            return CheckpointPolicy.PREFER_RECOMPUTE
+        return CheckpointPolicy.MUST_SAVE
+
+    return policy_fn
+
+
+def context_fn():
+    """Pass as ``checkpoint(..., context_fn=context_fn)``."""
+    return create_selective_checkpoint_contexts(make_policy(), allow_cache_entry_mutation=True)
+'''
