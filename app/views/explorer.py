@@ -25,14 +25,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.commands import SetBudgetCommand
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
-from app.workers import ProcessWorker
+from app.store_lookup import SweepRunner
 from solver.bounds import lower_bound, no_remat_peak
 from solver.graph import Graph
 from solver.solve import SolveOptions
-from solver.sweep import SweepPoint, budget_steps, sweep_budgets
+from solver.sweep import SweepPoint, budget_steps, sweep_tasks
 from solver.units import format_ms, format_size
 
 __all__ = ["ExplorerView", "sweep_fractions"]
@@ -83,7 +84,7 @@ class ExplorerView(QWidget):
         self._points: list[SweepPoint] = []
         self._expected = 0
         self._swept = ""
-        self._task: ProcessWorker | None = None
+        self._task: SweepRunner | None = None
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
@@ -124,17 +125,18 @@ class ExplorerView(QWidget):
         self._points = []
         self._expected = len(fractions) * len(SERIES)
         self._swept = device
-        # job(report, cancel) fills sweep_budgets' last two parameters: on_point and cancel
-        job = functools.partial(
-            sweep_budgets, graph, device, fractions, tuple(SERIES), options, None
-        )
-        task = ProcessWorker(job, "sweep")
-        task.signals.progress.connect(functools.partial(self._on_task_item, task))
-        task.signals.finished.connect(functools.partial(self._on_task_finished, task))
-        task.signals.failed.connect(functools.partial(self._on_task_failed, task))
+        # stored points arrive at once, the others from parallel solves (app.store_lookup)
+        task = SweepRunner(sweep_tasks(graph, device, fractions, tuple(SERIES), options), None, self)
+        task.point.connect(functools.partial(self._on_task_item, task))
+        task.finished.connect(functools.partial(self._on_task_finished, task))
+        task.failed.connect(functools.partial(self._on_task_failed, task))
+        task.finished.connect(task.deleteLater)
         self._task = task
         task.start()
-        self._status.setText(f"Sweeping {device} in {len(fractions)} budgets…")
+        stored = f" ({task.from_store} from the result store)" if task.from_store else ""
+        if task.shorter:
+            stored += f"; {task.shorter} stored with a shorter time limit are solved again"
+        self._status.setText(f"Sweeping {device} in {len(fractions)} budgets…{stored}")
         self._redraw()
 
     def cancel(self) -> None:
@@ -158,11 +160,16 @@ class ExplorerView(QWidget):
         self._progress.setFormat("%v / %m solves")
         self._status = QLabel()
         self._status.setWordWrap(True)
+        self._apply = QPushButton()
+        self._apply.setToolTip("Set the budgets to the ones this schedule was found for")
+        self._apply.clicked.connect(self.apply_shown_budget)
+        self._apply.hide()
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Budget of"))
         for widget in (self._device, self._steps, self._run, self._stop, self._progress):
             controls.addWidget(widget)
         controls.addWidget(self._status, 1)
+        controls.addWidget(self._apply)
         self._legend = QLabel()
         self._legend.setContentsMargins(6, 0, 6, 0)
         self._chart = pg.PlotWidget()
@@ -232,9 +239,11 @@ class ExplorerView(QWidget):
 
     def _on_document_budgets_changed(self) -> None:
         self._redraw_marks()
+        self._redraw_apply()
 
     def _on_document_result_changed(self) -> None:
         self._redraw_shown()
+        self._redraw_apply()
 
     def _on_task_item(self, task: ProcessWorker, point: SweepPoint) -> None:
         if task is self._task:
@@ -269,6 +278,46 @@ class ExplorerView(QWidget):
         """Put the schedule of a sweep point on display (what a click does)."""
         if point is not None and point.result.ok:
             self._document.set_result(point.result)
+
+    @property
+    def apply_button(self) -> QPushButton:
+        """ "Apply this budget": shown while the schedule on display is a sweep point's found
+        for budgets other than the sliders'."""
+        return self._apply
+
+    def apply_shown_budget(self) -> None:
+        """Move the sliders to the budgets of the sweep point on display (one undo entry each)."""
+        changes = self._budget_changes()
+        if not changes:
+            return
+        result = self._document.result
+        for device, budget in changes.items():
+            self._document.edit(SetBudgetCommand, device, budget)
+        key = self._document.result_key()
+        if key is not None and self._document.is_result_current():
+            self._document.cache_result(key, result)  # coming back here shows it again
+        self._redraw_apply()
+
+    def _budget_changes(self) -> dict[str, int]:
+        """Budgets of the sweep point on display that differ from the document's."""
+        result = self._document.result
+        if result is None or result.schedule is None:
+            return {}
+        if not any(p.result is result for p in self._points):
+            return {}
+        current = self._document.budgets
+        return {
+            d: int(b)
+            for d, b in result.schedule.budgets.items()
+            if d in current and current[d] != b
+        }
+
+    def _redraw_apply(self) -> None:
+        changes = self._budget_changes()
+        self._apply.setVisible(bool(changes))
+        if changes:
+            text = ", ".join(f"{d} = {format_size(b)}" for d, b in changes.items())
+            self._apply.setText(f"Apply this budget ({text})")
 
     # ----- drawing ----------------------------------------------------------------------------
     def _solve_options(self) -> SolveOptions:
