@@ -6,6 +6,7 @@ The error dialog and the unsaved-changes question are monkeypatched classmethods
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -121,3 +122,151 @@ def test_files_import_schedule_is_replayed(tmp_path, make_window, dialogs):
     assert not window.files.import_schedule(str(bad))
     assert "unknown node 'ghost'" in dialogs.errors[-1][1]
     assert window.document.result is shown
+
+
+# ----- the command line's FILE (issue 11) ------------------------------------------------------
+def test_files_main_py_hands_file_to_run(monkeypatch, tmp_path):
+    import app.main_window
+    from main import main
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(app.main_window, "run", lambda argv: seen.append(argv) or 0)
+    path = str(tmp_path / "net.graph.json")
+    assert main([path]) == 0 and main([]) == 0
+    assert seen == [[path], []]
+
+
+def _graph_file(tmp_path, example: str = "diamond"):
+    path = tmp_path / f"{example}-copy.graph.json"
+    path.write_text(json.dumps(read_json(example_path(example))), encoding="utf-8")
+    return path
+
+
+def _close(window) -> None:
+    window.document.undo_stack.setClean()
+    window.close()
+    window.deleteLater()
+
+
+def test_files_run_opens_the_file_named_on_the_command_line(
+    tmp_path, qtbot, monkeypatch, app_settings
+):
+    from PySide6.QtWidgets import QApplication
+
+    import app.main_window as main_window
+    import app.theme
+
+    made = []
+    real_create = main_window.create_window
+
+    def create(path, settings=None):
+        made.append(real_create(path, app_settings))
+        return made[-1]
+
+    monkeypatch.setattr(main_window, "create_window", create)
+    monkeypatch.setattr(QApplication, "exec", lambda self: 0)  # never enter the event loop
+    monkeypatch.setattr(app.theme, "apply_theme", lambda *a: None)  # keep the tests' palette
+    path = _graph_file(tmp_path)
+    try:
+        assert main_window.run([str(path)]) == 0
+        (window,) = made
+        assert window.document.graph.name == "diamond"
+        assert window.windowTitle().startswith("diamond")
+        assert str(path) in app_settings.recent_files()
+    finally:
+        for window in made:
+            _close(window)
+
+
+def _deep(tmp_path):
+    path = tmp_path / "deep.graph.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    return path, "nested more than 64 levels deep"
+
+
+def _fifo(tmp_path):
+    path = tmp_path / "pipe.graph.json"
+    os.mkfifo(path)
+    return path, "not a regular file"
+
+
+def _nan(tmp_path):
+    path = tmp_path / "nan.graph.json"
+    path.write_text('{"format": "remat-graph", "nodes": [NaN]}', encoding="utf-8")
+    return path, "NaN is not a JSON number"
+
+
+def _missing(tmp_path):
+    return tmp_path / "missing.graph.json", "No such file or directory"
+
+
+@pytest.mark.parametrize("bad", [_deep, _fifo, _nan, _missing, lambda _: ("/dev/zero", "regular")])
+def test_files_bad_file_on_the_command_line_opens_the_example(tmp_path, app_settings, dialogs, bad):
+    from app.main_window import create_window
+
+    path, words = bad(tmp_path)
+    window = create_window(str(path), app_settings)
+    try:
+        assert window.document.graph.name == "chain"  # the bundled example, not a crash
+        ((title, message),) = dialogs.errors
+        assert title == f"Could not open {os.path.basename(path)}" and words in message
+        assert window.statusBar().currentMessage() == (
+            f"Could not open {path}; showing the bundled example chain"
+        )
+    finally:
+        _close(window)
+
+
+def test_files_unexpected_error_while_opening_is_shown_not_raised(
+    tmp_path, app_settings, dialogs, monkeypatch
+):
+    import app.files
+    from app.main_window import create_window
+
+    real_load_any = app.files.load_any
+
+    def broken(path):
+        if "diamond" in str(path):
+            raise RuntimeError("reader bug")
+        return real_load_any(path)
+
+    monkeypatch.setattr(app.files, "load_any", broken)
+    window = create_window(str(_graph_file(tmp_path)), app_settings)
+    try:
+        assert window.document.graph.name == "chain"
+        ((title, message),) = dialogs.errors
+        assert title == "Could not open diamond-copy.graph.json"
+        assert message == "unexpected error: RuntimeError('reader bug')"
+    finally:
+        _close(window)
+
+
+# ----- saving through symlinks, refusing read-only files ---------------------------------------
+def test_files_save_writes_through_a_symlink(tmp_path, make_window, monkeypatch):
+    window = make_window("chain")
+    real = tmp_path / "store" / "study.xengine.json"
+    real.parent.mkdir()
+    real.write_text("{}", encoding="utf-8")
+    link = tmp_path / "study.xengine.json"
+    link.symlink_to(real)
+    monkeypatch.setattr(FileDialog, "save_path", classmethod(lambda cls, *a: str(link)))
+    assert window.files.save_as()
+    assert link.is_symlink() and read_json(real)["format"] == "xengine-project"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["study.xengine.json"]
+
+
+def test_files_save_refuses_a_read_only_file(tmp_path, make_window, monkeypatch, dialogs):
+    window = make_window("chain")
+    window.devices_panel.rows["gpu"].slider.setValue(900)  # unsaved work
+    target = tmp_path / "locked.xengine.json"
+    target.write_text("keep", encoding="utf-8")
+    target.chmod(0o444)
+    monkeypatch.setattr(FileDialog, "save_path", classmethod(lambda cls, *a: str(target)))
+    assert not window.files.save_as()
+    ((title, message),) = dialogs.errors
+    assert title == "Could not save locked.xengine.json"
+    assert (
+        message
+        == f"{target}: the file is read-only; save under another name, or make it writable first"
+    )
+    assert target.read_text() == "keep" and window.document.is_modified
