@@ -49,7 +49,10 @@ class OverlapResult:
     layout: ConcurrentLayout
     start_makespan_ms: float
     moves: int
+    """Improving moves accepted by all descents, including those after kicks whose result was
+    then discarded (not the number of moves between the start and the result)."""
     evaluations: int
+    """Candidate schedules replayed by the simulator."""
     seconds: float
     converged: bool
     """The last descent reached a local optimum (no single move improves it); ``False`` when
