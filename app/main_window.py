@@ -53,6 +53,8 @@ CENTRAL_VIEWS = (
 )
 """(module, class, tab title) of the schedule views, in tab order; missing ones are skipped."""
 STATUS_TIMEOUT_MS = 8000
+CENTRAL_MIN_HEIGHT = 340
+"""The schedule tabs never get less height than this (1280x720: the graph dock shrinks)."""
 
 
 def _optional_view(module: str, name: str, document: Document) -> QWidget | None:
@@ -106,6 +108,8 @@ class MainWindow(QMainWindow):
             placeholder = QLabel("The schedule views are not installed.")
             placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
             tabs.addTab(placeholder, "Schedule")
+        # the schedule is what the window is for: on a short screen the docks give way to it
+        tabs.setMinimumHeight(CENTRAL_MIN_HEIGHT)
         self.setCentralWidget(tabs)
         return tabs
 
@@ -156,6 +160,7 @@ class MainWindow(QMainWindow):
         self.files.status_message.connect(self._show_message)
         self.controller.running_changed.connect(self._on_controller_running_changed)
         self.controller.failed.connect(self._on_controller_failed)
+        self.controller.notice.connect(self._show_message)  # e.g. a result from the store
         self._on_controller_running_changed(False)
 
     def _restore_layout(self) -> None:

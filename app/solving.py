@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.document import Document
 from app.solve_process import ProvisionalSchedule
+from app.store_lookup import options_from, remember_result, stored_result
 from app.workers import ProcessWorker, SolveRequest, SolveWorker
 from solver.solve import SolveOptions, SolveResult
 from solver.status import Progress, SolveStatus
@@ -56,6 +57,8 @@ class SolveController(QObject):
     """The current solve raised; the message is one line."""
     running_changed = Signal(bool)
     """A solve started (True) or the current one ended (False)."""
+    notice = Signal(str)
+    """One line for the status bar: a result came from the result store (issue 13)."""
 
     def __init__(self, document: Document, parent: QObject | None = None):
         super().__init__(parent)
@@ -74,6 +77,7 @@ class SolveController(QObject):
         self._auto_timer.timeout.connect(self._on_auto_timer_timeout)
         document.budgets_changed.connect(self._on_document_setting_changed)
         document.settings_changed.connect(self._on_document_setting_changed)
+        document.graph_changed.connect(self._on_document_graph_changed)
 
     # ----- state --------------------------------------------------------------------------------
     @property
@@ -168,6 +172,8 @@ class SolveController(QObject):
             return
         if worker.request.key is not None:
             self._document.cache_result(worker.request.key, result)
+        request = worker.request
+        remember_result(request.graph, request.method, request.options, result)
         if worker is not self._current:
             return
         self._provisional = None  # the final result replaces it
@@ -219,10 +225,44 @@ class SolveController(QObject):
     # ----- cached results and auto-solve ----------------------------------------------------
     def _on_document_setting_changed(self) -> None:
         cached = self._document.cached_result()
+        if cached is None:
+            cached = self._stored_result()
         if cached is not None:
             self._document.set_result(cached)
         if self._document.settings.auto_solve:
             self._auto_timer.start()
+
+    def _on_document_graph_changed(self) -> None:
+        # after the whole open/edit (which ends by putting its own result on display)
+        QTimer.singleShot(0, self, self._on_graph_settled)
+
+    def _on_graph_settled(self) -> None:
+        if self._closed or self._current is not None or self._document.result is not None:
+            return
+        stored = self._stored_result()
+        if stored is not None:
+            self._document.set_result(stored)
+
+    def _stored_result(self) -> SolveResult | None:
+        """The result store's answer for the current setting, cached as if solved here.
+
+        A stored result from a shorter time limit is put on display at once but not cached,
+        so auto-solve (or Solve) still runs; the notice says which it was.
+        """
+        document = self._document
+        if document.graph is None or not document.graph.nodes or self._closed:
+            return None
+        settings = document.settings
+        found = stored_result(document.graph, settings.method, options_from(settings))
+        if found is None:
+            return None
+        if not found.final:
+            self.notice.emit(f"Shown: {found.note}; solve again for the full limit")
+            document.set_result(found.result)
+            return None
+        self.notice.emit(f"Result {found.note}")
+        document.cache_result(document.result_key(), found.result)
+        return found.result
 
     def _on_auto_timer_timeout(self) -> None:
         if self._document.cached_result() is not None:

@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
 
 from app.commands import SetBudgetCommand
 from app.document import Document
+from app.store_lookup import SweepRunner
 from app.theme import colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
-from app.store_lookup import SweepRunner
 from solver.bounds import lower_bound, no_remat_peak
 from solver.graph import Graph
 from solver.solve import SolveOptions
@@ -126,7 +126,8 @@ class ExplorerView(QWidget):
         self._expected = len(fractions) * len(SERIES)
         self._swept = device
         # stored points arrive at once, the others from parallel solves (app.store_lookup)
-        task = SweepRunner(sweep_tasks(graph, device, fractions, tuple(SERIES), options), None, self)
+        tasks = sweep_tasks(graph, device, fractions, tuple(SERIES), options)
+        task = SweepRunner(tasks, None, self)
         task.point.connect(functools.partial(self._on_task_item, task))
         task.finished.connect(functools.partial(self._on_task_finished, task))
         task.failed.connect(functools.partial(self._on_task_failed, task))
@@ -245,12 +246,12 @@ class ExplorerView(QWidget):
         self._redraw_shown()
         self._redraw_apply()
 
-    def _on_task_item(self, task: ProcessWorker, point: SweepPoint) -> None:
+    def _on_task_item(self, task: SweepRunner, point: SweepPoint) -> None:
         if task is self._task:
             self._points.append(point)
             self._redraw()
 
-    def _on_task_finished(self, task: ProcessWorker, points: list[SweepPoint]) -> None:
+    def _on_task_finished(self, task: SweepRunner, points: list[SweepPoint]) -> None:
         if task is not self._task:
             return
         self._task = None
@@ -264,7 +265,7 @@ class ExplorerView(QWidget):
         self._redraw()
         self.sweep_finished.emit(list(points))
 
-    def _on_task_failed(self, task: ProcessWorker, message: str) -> None:
+    def _on_task_failed(self, task: SweepRunner, message: str) -> None:
         if task is self._task:
             self._task = None
             self._status.setText(f"Sweep failed: {message}")

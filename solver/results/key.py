@@ -5,9 +5,10 @@ nodes (in schedule order, with their output sizes, per-device costs and kinds), 
 transfer overrides, same devices (fixed memory) and links, same budgets, same method, and for
 the MIQP methods the same backend, relative gap and warm start. The graph's name, notes and
 meta, node ops and roofline inputs (costs are already resolved from them) do not change the
-answer and are left out, so a renamed or re-saved graph still finds its results. Time limit
-and threads are not part of the key: they decide how good an answer is, and are stored beside
-it (:mod:`solver.results.store` compares the limit on lookup).
+answer and are left out, so a renamed or re-saved graph still finds its results. Time limit,
+threads, MIP start and cutoff are not part of the key: they decide how soon the optimum is
+found, not what it is; the limit is stored beside the answer and compared on lookup
+(:mod:`solver.results.store`).
 """
 
 from __future__ import annotations

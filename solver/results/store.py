@@ -185,7 +185,9 @@ class ResultStore:
             return False
         key = result_key(graph, method, options)
         values = _row_values(graph, key, options, result)
-        return self._guarded("store a result", False, lambda db: _replace_if_better(db, values))
+        return self._guarded(
+            "store a result", False, lambda db: _replace_if_better(db, values), create=True
+        )
 
     def prune(
         self, older_than_s: float | None = None, method: str | None = None, everything=False
@@ -245,8 +247,20 @@ class ResultStore:
         return found[0] if found else None
 
     # ----- connection ---------------------------------------------------------------------------
-    def _guarded(self, what: str, default: T, action: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``action`` on a fresh connection, retrying while locked; never raise."""
+    def _guarded(
+        self,
+        what: str,
+        default: T,
+        action: Callable[[sqlite3.Connection], T],
+        create: bool = False,
+    ) -> T:
+        """Run ``action`` on a fresh connection, retrying while locked; never raise.
+
+        Only writers (``create``) make a missing database: a lookup in a store that does not
+        exist yet costs one ``stat``, no file and no fsync (the GUI looks up on its thread).
+        """
+        if not create and not self.path.exists():
+            return default
         for attempt in range(self.retries):
             try:
                 with self._connect() as db:
@@ -269,6 +283,7 @@ class ResultStore:
         db = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable but for a power cut
             if not self._ready:
                 _prepare(db)
                 self._ready = True

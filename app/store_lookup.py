@@ -1,0 +1,186 @@
+"""The result store for the window: stored schedules at once, and the explorer's points in parallel.
+
+:func:`stored_result` and :func:`remember_result` let the solve controller show a stored
+schedule as soon as the budgets, the settings or the graph say which one is wanted (a dragged
+slider, a re-opened graph), and store every finished solve. A stored result that came from a
+shorter time limit than the settings ask is shown too, with a note, but not taken as the
+answer: auto-solve (or Solve) runs again. :class:`SweepRunner` runs an explorer sweep: stored
+points arrive at once, the others are solved by up to ``jobs`` child processes at a time
+(:func:`solver.sweep.run_task`, which also stores them), and arrive as they finish.
+
+The store is ``$XENGINE_STORE`` or the user's data directory (``XENGINE_STORE=off``: none),
+read when each lookup is made; every failure of the store is only a logged warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+
+from app.workers import ProcessWorker
+from solver.graph import Graph
+from solver.results.store import ResultStore, default_store_path
+from solver.solve import SolveOptions, SolveResult
+from solver.sweep import SweepPoint, SweepTask, default_jobs, run_task
+
+__all__ = [
+    "StoredAnswer",
+    "current_store",
+    "options_from",
+    "stored_result",
+    "remember_result",
+    "SweepRunner",
+]
+
+logger = logging.getLogger(__name__)
+
+_writer = ThreadPoolExecutor(1, thread_name_prefix="xengine-store")
+"""Stores results off the GUI thread: a write may wait for a lock or an fsync."""
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """A stored result for the window; ``final`` when it answers the solve (no re-solve)."""
+
+    result: SolveResult
+    final: bool
+    note: str
+
+
+def current_store() -> ResultStore | None:
+    """The store named by the environment now, or ``None`` when it is off."""
+    path = default_store_path()
+    return ResultStore(path) if path is not None else None
+
+
+def options_from(settings) -> SolveOptions:
+    """The solve options of the window's solver settings (as the Solve button uses them)."""
+    return SolveOptions(
+        backend=settings.backend, time_limit_s=settings.time_limit_s, gap_rel=settings.gap_rel
+    )
+
+
+def stored_result(graph: Graph, method: str, options: SolveOptions) -> StoredAnswer | None:
+    """The stored result of this solve (replayed), if the store has one."""
+    store = current_store()
+    stored = store.lookup(graph, method, options) if store is not None else None
+    if stored is None:
+        return None
+    final = stored.reusable_for(options.time_limit_s)
+    return StoredAnswer(stored.result, final, stored.note(options.time_limit_s))
+
+
+def remember_result(
+    graph: Graph, method: str, options: SolveOptions, result: SolveResult
+) -> Future | None:
+    """Store a finished solve in the background (the store skips cancelled and failed ones).
+
+    Returns the pending write (tests wait on it); ``None`` when the store is off.
+    """
+    store = current_store()
+    if store is None:
+        return None
+    return _writer.submit(store.put, graph, method, options, result)
+
+
+class SweepRunner(QObject):
+    """Runs the tasks of an explorer sweep: stored ones at once, the rest ``jobs`` at a time.
+
+    Emits ``point`` per finished task (any order) and ``finished`` once, with every point in
+    task order, after the last one or after :meth:`cancel` (running solves stop, keeping their
+    incumbents; tasks not started are dropped).
+    """
+
+    point = Signal(object)
+    """A :class:`~solver.sweep.SweepPoint` arrived (from the store or a solve)."""
+    finished = Signal(list)
+    """The sweep ended: its points in task order (partial after a cancel)."""
+    failed = Signal(str)
+    """A task raised; the message is one line (the sweep goes on)."""
+
+    def __init__(self, tasks: list[SweepTask], jobs: int | None = None, parent=None):
+        super().__init__(parent)
+        self._todo = list(tasks)
+        self._jobs = jobs or (default_jobs(tasks[0].options) if tasks else 1)
+        self._points: dict[int, SweepPoint] = {}
+        self._running: set[ProcessWorker] = set()
+        self._cancelled = False
+        self._ended = False
+        self._store = current_store()
+        self.from_store = 0
+        """How many points the store answered."""
+        self.shorter = 0
+        """How many stored points fell short of the time limit and are solved again."""
+
+    def start(self) -> None:
+        """Answer from the store (points arrive on the next event-loop turn), then solve."""
+        todo = []
+        stored = []
+        for task in self._todo:
+            found = (
+                self._store.lookup(task.graph, task.method, task.options) if self._store else None
+            )
+            if found is not None and found.reusable_for(task.options.time_limit_s):
+                stored.append(task.point(found.result, from_store=True))
+                self._points[task.index] = stored[-1]
+                continue
+            self.shorter += found is not None
+            todo.append(task)
+        self._todo = todo
+        self.from_store = len(stored)
+        QTimer.singleShot(0, self, partial(self._emit_stored, stored))
+
+    def cancel(self) -> None:
+        """Stop: running solves end with their incumbents, queued ones are dropped."""
+        self._cancelled = True
+        self._todo = []
+        for worker in list(self._running):
+            worker.cancel()
+        self._finish_if_done()
+
+    @property
+    def running(self) -> bool:
+        return bool(self._running or self._todo)
+
+    def _emit_stored(self, stored: list[SweepPoint]) -> None:
+        for point in stored:
+            self.point.emit(point)
+        self._start_more()
+        self._finish_if_done()
+
+    def _start_more(self) -> None:
+        pool = QThreadPool.globalInstance()
+        path = str(self._store.path) if self._store is not None else None
+        while self._todo and len(self._running) < self._jobs and not self._cancelled:
+            task = self._todo.pop(0)
+            worker = ProcessWorker(partial(run_task, task, path), f"sweep point {task.index}")
+            worker.signals.finished.connect(partial(self._on_worker_finished, worker, task))
+            worker.signals.failed.connect(partial(self._on_worker_failed, worker))
+            self._running.add(worker)
+            # the pool's threads only wait on child processes: never let a sweep queue the
+            # window's own solve behind it
+            pool.setMaxThreadCount(max(pool.maxThreadCount(), pool.activeThreadCount() + 1))
+            worker.start(pool)
+
+    def _on_worker_finished(self, worker: ProcessWorker, task: SweepTask, point) -> None:
+        self._running.discard(worker)
+        if point is not None:
+            self._points[task.index] = point
+            self.point.emit(point)
+        self._start_more()
+        self._finish_if_done()
+
+    def _on_worker_failed(self, worker: ProcessWorker, message: str) -> None:
+        self._running.discard(worker)
+        self.failed.emit(message)
+        self._start_more()
+        self._finish_if_done()
+
+    def _finish_if_done(self) -> None:
+        if not self._running and not self._todo and not self._ended:
+            self._ended = True
+            self.finished.emit([self._points[i] for i in sorted(self._points)])
