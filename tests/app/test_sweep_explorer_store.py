@@ -1,0 +1,84 @@
+"""The window and the explorer with the result store: stored schedules at once, parallel points."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from app.document import Document
+from app.project import SolverSettings
+from app.solving import SolveController
+from app.store_lookup import current_store, remember_result
+from app.views.explorer import ExplorerView
+from app.workers import ProcessWorker
+from solver.generators import unit_chain
+from solver.methods import solve
+from solver.solve import SolveOptions
+from solver.status import SolveStatus
+
+SETTINGS = SolverSettings(time_limit_s=20)
+OPTIONS = SolveOptions(time_limit_s=20)
+
+
+@pytest.fixture
+def view(qtbot, document, show):
+    widget = show(ExplorerView(document, options=OPTIONS), 900, 500)
+    yield widget
+    widget.cancel()
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)
+
+
+def test_repeated_explorer_sweep_comes_from_the_store(qtbot, view):
+    with qtbot.waitSignal(view.sweep_finished, timeout=60_000) as first:
+        view.run("gpu", 2)
+    solved = first.args[0]
+    assert solved and not any(p.from_store for p in solved)
+    assert len(current_store().rows()) == len(solved)  # each child stored its point
+    with qtbot.waitSignal(view.sweep_finished, timeout=5_000) as again:
+        view.run("gpu", 2)
+    stored = again.args[0]
+    assert all(p.from_store for p in stored)
+    assert [(p.method, p.budget, p.total_ms) for p in stored] == [
+        (p.method, p.budget, p.total_ms) for p in solved
+    ]
+    assert not ProcessWorker.running()  # nothing was solved the second time
+
+
+@pytest.fixture
+def controller(qtbot):
+    document = Document()
+    document.set_settings(SETTINGS)
+    controller = SolveController(document)
+    yield controller
+    controller.shutdown(30_000)
+
+
+def test_reopened_graph_shows_its_stored_schedule_at_once(qtbot, controller):
+    graph = unit_chain(3, budget=3)  # Checkmate: 10 ms at budget 3 (by hand)
+    remember_result(graph, "xengine", OPTIONS, solve(graph, "xengine", OPTIONS)).result()
+    document = controller._document
+    with qtbot.waitSignal(controller.notice, timeout=5_000) as notice:
+        document.open(graph, settings=SETTINGS)
+    assert notice.args[0] == "Result from the result store (row 1)"
+    assert document.result.status is SolveStatus.OPTIMAL
+    assert document.result.timeline.total_ms == 10.0
+    assert document.cached_result() is document.result  # auto-solve will not run again
+    assert not controller.is_running
+
+
+def test_stored_result_from_a_shorter_limit_is_shown_but_not_taken(qtbot, controller):
+    graph = unit_chain(3, budget=3)
+    short = SolveOptions(time_limit_s=1)
+    result = replace(solve(graph, "xengine", short), status=SolveStatus.FEASIBLE)
+    remember_result(graph, "xengine", short, result).result()
+    document = controller._document
+    with qtbot.waitSignal(controller.notice, timeout=5_000) as notice:
+        document.open(graph.with_budgets({"cpu": 4}), settings=SETTINGS)
+        document.set_budgets({"cpu": 3})  # a slider dragged onto the stored budget
+    assert notice.args[0] == (
+        "Shown: stored result (row 1) came from a 1 s time limit, shorter than the 20 s "
+        "asked; solve again for the full limit"
+    )
+    assert document.result.status is SolveStatus.FEASIBLE
+    assert document.cached_result() is None  # so auto-solve / Solve still runs
