@@ -3,13 +3,14 @@ overlap-optimized makespan and the best single device, at GPU 60 % and 40 % of t
 
 Per graph and budget (the GPU limited, the host keeping its memory, as in bench/solve.py):
 
-- ``serial``: XEngine's MIQP with HiGHS within ``--time-limit`` (``optimal`` = proven, otherwise
-  the status says it is not), and the greedy heterogeneous heuristic if the MIQP has nothing
-  better; the column names which one it is;
+- ``serial``: the cheapest serial schedule among XEngine's MIQP with HiGHS within
+  ``--time-limit`` (``optimal`` = proven; ``feasible`` = the limit hit, not proven), the greedy
+  heterogeneous heuristic and the best single device (a time-limited MIQP can lose to it); the
+  column names which one it is;
 - ``conc.``: the concurrent makespan of that same schedule (solver/concurrent.py);
 - ``overlap``: the best concurrent makespan of solver/overlap.py's local search started from the
-  serial schedule and from greedy's (``--overlap-time`` seconds each), with that schedule's own
-  serial cost: a heuristic, never a proven optimum;
+  serial schedule and from each other valid one above (``--overlap-time`` seconds each), with
+  that schedule's own serial cost and the start it came from: a heuristic, never proven;
 - ``single``: the best single device, serial = concurrent: the best of Checkmate's model (HiGHS,
   same limit; ``optimal`` when proven), checkpoint-all and Chen's greedy on each device.
 
@@ -19,6 +20,8 @@ Per graph and budget (the GPU limited, the host keeping its memory, as in bench/
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,12 +69,27 @@ def _label(result: SolveResult) -> str:
     return f"{result.method} {result.status.value}"
 
 
+@contextlib.contextmanager
+def _native_stdout_to_stderr():
+    """Keep HiGHS's banner (printed by native code) out of the table."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def run_case(name: str, share: float, args) -> dict:
     graph = _budgeted(load_graph(bundled_graphs()[name]), share)
     options = SolveOptions(backend=args.solver, time_limit_s=args.time_limit)
     started = time.perf_counter()
     miqp, greedy = _serial(graph, options)
-    valid = [r for r in (miqp, greedy) if r.ok]
+    single = _single(graph, options)
+    valid = [r for r in (miqp, greedy, single) if r is not None and r.ok]
     row = {"graph": name, "budget": f"{share:.0%}"}
     if not valid:
         return {**row, "serial": f"none ({miqp.message or miqp.status.value})"}
@@ -85,7 +103,6 @@ def run_case(name: str, share: float, args) -> dict:
     best = min(runs, key=lambda r: (r.makespan_ms, r.layout.serial_ms))
     start = valid[runs.index(best)].method
     row["overlap"] = f"{best.makespan_ms:.2f} (serial {best.layout.serial_ms:.2f}, from {start})"
-    single = _single(graph, options)
     if single is None:
         row["single"] = "none fits"
     else:
@@ -110,14 +127,16 @@ def main() -> None:
     parser.add_argument("--solver", default="highs" if "highs" in available_backends() else "cbc")
     args = parser.parse_args()
     print(
-        f"serial: MIQP ({args.solver}, {args.time_limit:.0f} s) or greedy, the cheaper; "
+        f"serial: the cheapest of MIQP ({args.solver}, {args.time_limit:.0f} s), greedy and "
+        "the best single device; "
         f"overlap: local search, {args.overlap_time:.0f} s per start, seed {args.seed}; "
         "times in ms; speedup = best single device / serial, and / overlap makespan"
     )
     print(" | ".join(COLUMNS))
     for name in args.graphs:
         for share in SHARES:
-            row = run_case(name, share, args)
+            with _native_stdout_to_stderr():
+                row = run_case(name, share, args)
             print(" | ".join(row.get(c, "-") for c in COLUMNS), flush=True)
 
 
