@@ -46,10 +46,16 @@ __all__ = [
     "value_bytes",
     "op_bytes",
     "last_uses",
+    "bases",
+    "META_ONLY",
+    "tensor_inputs",
 ]
 
 LEVELS = ("layer", "op")
 _HEAVY = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "matmul"}
+#: Ops that read only the shape, dtype and device of their tensor argument (the gradient seed
+#: ``ones_like(loss)``, dropout's ``empty_like``): no edge, nothing saved.
+META_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like"})
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,13 @@ def is_view(node: Any) -> bool:
     return bool(getattr(target, "is_view", False))
 
 
+def tensor_inputs(node: Any) -> list:
+    """The nodes an op reads the data of (all inputs, except for :data:`META_ONLY` ops)."""
+    if _op_name(node) in META_ONLY:
+        return []
+    return list(node.all_input_nodes)
+
+
 def is_inplace(node: Any) -> bool:
     """Whether the op writes into an argument (``bernoulli_``, ``add_`` on running stats)."""
     schema = getattr(node.target, "_schema", None)
@@ -120,19 +133,41 @@ def value_bytes(node: Any) -> int:
 
 @cache
 def flop_mapping() -> dict[Any, Any]:
-    """FLOP formulas the registry lacks: the CPU flash-attention kernels (same formula as the
-    CUDA flash kernel; FlopCounterMode counts 0 for them on the CPU). Raw shape functions, as
-    ``FlopCounterMode(custom_mapping=...)`` takes them."""
+    """FLOP formulas the registry lacks, for kernels the CPU runs: flash attention (the formula
+    of the CUDA flash kernel) and oneDNN's LSTM layer (its gate GEMMs). FlopCounterMode counts 0
+    for them on the CPU. Shape functions, as ``FlopCounterMode(custom_mapping=...)`` takes them."""
     import torch
-    from torch.utils import flop_counter
 
     aten = torch.ops.aten
     return {
-        aten._scaled_dot_product_flash_attention_for_cpu: flop_counter.sdpa_flop,
-        aten._scaled_dot_product_flash_attention_for_cpu_backward: (
-            flop_counter.sdpa_backward_flop
-        ),
+        aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_flops,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_backward_flops,
+        aten.mkldnn_rnn_layer: _rnn_layer_flops,
+        aten.mkldnn_rnn_layer_backward: _rnn_layer_backward_flops,
     }
+
+
+def _rnn_layer_flops(x, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
+    """Gate GEMMs of one LSTM layer over all steps: ``2 * B * T * 4H * (I + H)``."""
+    steps = math.prod(x[:-1])  # batch x time, in either layout
+    return 2 * steps * w_ih[0] * (w_ih[1] + w_hh[1])
+
+
+def _rnn_layer_backward_flops(x, w_ih, w_hh, *args, out_shape=None, **kwargs) -> int:
+    """Gradients of the inputs and of both weights: twice the forward GEMMs."""
+    return 2 * _rnn_layer_flops(x, w_ih, w_hh)
+
+
+def _cpu_flash_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    return sdpa_flop_count(query, key, value)
+
+
+def _cpu_flash_backward_flops(grad, query, key, value, *args, out_shape=None, **kwargs) -> int:
+    from torch.utils.flop_counter import sdpa_backward_flop_count
+
+    return sdpa_backward_flop_count(grad, query, key, value)
 
 
 @cache
@@ -167,7 +202,7 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     if level not in LEVELS:
         raise ValueError(f"level {level!r} is not one of {', '.join(LEVELS)}")
     nodes = list(capture.gm.graph.nodes)
-    base = _bases(nodes)
+    base = bases(nodes)
     owned = [n for n in nodes if n.op == "call_function" and not is_view(n)]
     forward_group = _forward_groups(owned, base, level)
     owner = _assign(nodes, owned, base, forward_group)
@@ -177,7 +212,7 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     return GroupPlan(capture, level, groups, owner, tuple(sorted(grads)))
 
 
-def _bases(nodes: list) -> dict[str, str]:
+def bases(nodes: list) -> dict[str, str]:
     """Value -> the value that allocated its storage (itself for allocating ops)."""
     base: dict[str, str] = {}
     for n in nodes:
@@ -313,7 +348,7 @@ def _grad_values(output, base: dict[str, str]) -> set[str]:
 def _sources(node, owner: dict[str, str], base: dict[str, str], group: str) -> set[str]:
     """External values an op of ``group`` reads: owned by other groups, through views."""
     found: set[str] = set()
-    todo = list(node.all_input_nodes)
+    todo = tensor_inputs(node)
     while todo:
         arg = todo.pop()
         if arg.op == "placeholder":
@@ -373,7 +408,7 @@ def last_uses(ops: tuple[str, ...], nodes: Mapping[str, Any], owner: Mapping[str
     views and in-place ops of other groups that an op resolves on the fly."""
     last: dict[str, int] = {}
     for j, name in enumerate(ops):
-        todo = list(nodes[name].all_input_nodes)
+        todo = tensor_inputs(nodes[name])
         while todo:
             arg = todo.pop()
             last[arg.name] = j

@@ -33,7 +33,13 @@ from solver.errors import XEngineError
 from solver.graph import Graph
 from solver.importers._deps import require_torch
 from solver.importers.aten_capture import loss_of
-from solver.importers.aten_groups import GroupPlan, is_inplace, is_view, last_uses
+from solver.importers.aten_groups import (
+    GroupPlan,
+    is_inplace,
+    is_view,
+    last_uses,
+    tensor_inputs,
+)
 from solver.schedule import Schedule
 from solver.simulate import check_schedule, effective_graph
 
@@ -226,11 +232,16 @@ class _Runtime:
             elapsed = 0.0
             for j, name in enumerate(group.ops):
                 node = self.nodes[name]
-                args, kwargs = self.torch.fx.node.map_arg(
-                    (node.args, node.kwargs), lambda n: self._resolve(n, env, gid, device, sources)
-                )
                 start = self._clock(device)
-                env[name] = node.target(*args, **kwargs)
+                if node.all_input_nodes and not tensor_inputs(node):
+                    env[name] = self._like(node, device)
+                else:
+                    args, kwargs = self.torch.fx.node.map_arg(
+                        (node.args, node.kwargs),
+                        lambda n: self._resolve(n, env, gid, device, sources),
+                    )
+                    start = self._clock(device)
+                    env[name] = node.target(*args, **kwargs)
                 elapsed += self._clock(device) - start
                 self._measure(device, env)
                 for dead in [k for k in env if last.get(k, -1) <= j and k not in outputs]:
@@ -242,6 +253,20 @@ class _Runtime:
                 self.finals[name] = env[name]
         self._measure(device, {})
         return elapsed
+
+    def _like(self, node, device: str):
+        """``empty_like`` / ``zeros_like`` / ``ones_like`` / ``full_like`` from the captured
+        shape and dtype: they read no data, so their input need not be resident."""
+        val = node.meta["val"]
+        out = self.torch.empty(val.shape, dtype=val.dtype, device=self.mapping[device])
+        op = str(node.target)
+        if "ones_like" in op:
+            out.fill_(1)
+        elif "zeros_like" in op:
+            out.zero_()
+        elif "full_like" in op:
+            out.fill_(node.args[1])
+        return out
 
     def _resolve(self, node, env: dict, gid: str, device: str, sources: Mapping[str, str]):
         name = node.name

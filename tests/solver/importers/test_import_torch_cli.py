@@ -15,7 +15,8 @@ SPEC = "solver.importers.zoo_models:ResNet18"
 def test_import_torch_command_writes_a_loadable_file(tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "r18.graph.json"
-    code = import_torch_command([SPEC, "--input", "4x3x64x64", "-o", str(out), "--level", "op"])
+    argv = [SPEC, "--input", "4x3x64x64", "-o", str(out), "--level", "op", "--capture", "fx"]
+    code = import_torch_command(argv)
     assert code == 0
     graph = load_graph(out)
     assert graph.n == 137
@@ -25,7 +26,8 @@ def test_import_torch_command_writes_a_loadable_file(tmp_path, capsys):
 
 def test_import_torch_command_prints_json_without_output(capsys):
     pytest.importorskip("torch")
-    assert import_torch_command([SPEC, "--input", "2x3x64x64", "--gpu", "v100-sxm2"]) == 0
+    argv = [SPEC, "--input", "2x3x64x64", "--gpu", "v100-sxm2", "--capture", "fx"]
+    assert import_torch_command(argv) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["format"] == "remat-graph"
     assert len(doc["nodes"]) == 63
@@ -36,7 +38,8 @@ def test_import_torch_command_prints_json_without_output(capsys):
     ("argv", "message"),
     [
         (["nowhere.module:Net", "--input", "1x3x32x32"], "cannot import 'nowhere.module'"),
-        ([SPEC, "--input", "2x5"], "cannot trace the model"),
+        ([SPEC, "--input", "2x5", "--capture", "fx"], "cannot trace the model"),
+        ([SPEC, "--input", "2x5"], "cannot capture the training step: RuntimeError"),
     ],
 )
 def test_import_torch_command_bad_input_is_one_line_and_exit_2(argv, message, capsys):

@@ -28,6 +28,8 @@ for call in (lambda: import_torch("solver.importers.zoo_models:ResNet18", (1, 3,
         raise AssertionError("no error")
 from solver.importers.cli import import_torch_command
 print("exit", import_torch_command(["solver.importers.zoo_models:ResNet18", "--input", "1x3"]))
+from solver.importers.execute_cli import execute_command
+print("exit", execute_command(["m:M", "--input", "1x3", "--schedule", "s.json"]))
 """
 
 CORE_ONLY = """
@@ -58,7 +60,9 @@ def test_importers_work_without_torch_and_onnx():
     assert "pip install -e .[onnx]" in lines[1]
     assert "the model zoo needs the optional package 'torch'" in lines[2]
     assert lines[3] == "exit 2"
-    assert "error: the torch.fx importer needs the optional package 'torch'" in done.stderr
+    assert lines[4] == "exit 2"
+    assert "error: the ATen importer needs the optional package 'torch'" in done.stderr
+    assert done.stderr.count("\n") == 2  # one line per command
 
 
 def test_core_and_cli_do_not_import_torch_or_onnx():
