@@ -238,18 +238,17 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _solve_stored(graph: Graph, args: argparse.Namespace, options: SolveOptions) -> SolveResult:
-    """Solve through the result store (issue 13) unless ``--no-store``; say when it answered."""
+    """Solve, then keep the result in the result store unless ``--no-store`` (issue 13).
+
+    ``solve`` always solves (it is what people time); ``sweep`` and the GUI look up first.
+    """
     from solver.results.cached import solve_cached
     from solver.results.store import ResultStore, default_store_path
 
     path = None if args.no_store else default_store_path()
     store = ResultStore(path) if path is not None else None
-    done = solve_cached(graph, args.method, options, store, cancel=_cancel_on_interrupt())
-    if done.from_store:
-        print(f"note: result from the result store ({store.path})", file=sys.stderr)
-    elif done.stored_note:
-        print(f"note: {done.stored_note}; solved again", file=sys.stderr)
-    return done.result
+    cancel = _cancel_on_interrupt()
+    return solve_cached(graph, args.method, options, store, cancel=cancel, lookup=False).result
 
 
 def cmd_check(args: argparse.Namespace) -> int:

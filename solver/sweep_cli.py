@@ -206,12 +206,17 @@ def _print_row(p: SweepPoint) -> None:
 
 @contextlib.contextmanager
 def _cancel_on_signals() -> Iterator[threading.Event]:
-    """Ctrl-C (SIGINT) and SIGTERM stop the sweep and keep what finished."""
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the sweep and keep what finished."""
     cancel = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield cancel
         return
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = [
+        signal.SIGINT,
+        signal.SIGTERM,
+        *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []),
+    ]
+    saved = {sig: signal.getsignal(sig) for sig in signals}
     for sig in saved:
         signal.signal(sig, lambda *_: cancel.set())
     try:

@@ -40,13 +40,15 @@ def solve_cached(
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     on_stored: Callable[[StoredResult], None] | None = None,
+    lookup: bool = True,
 ) -> CachedSolve:
     """``solver.methods.solve`` with the store in front (``store=None``: no store).
 
     A stored result that is final or ran under at least ``options.time_limit_s`` is returned
-    as it is. A shorter-limit one is handed to ``on_stored`` (so a caller can show it at once)
-    and the graph is solved again; the better of the two is stored. A store that fails only
-    logs a warning: the solve's result is always returned.
+    as it is. A shorter-limit one is handed to ``on_stored`` (so a caller can show it at
+    once) and the graph is solved again; the better of the two is stored. ``lookup=False``
+    always solves and only stores (the CLI's ``solve``: it is what people time). A store that
+    fails only logs a warning: the solve's result is always returned.
 
     Examples
     --------
@@ -60,7 +62,7 @@ def solve_cached(
     (False, True, 7.0)
     """
     note = ""
-    if store is not None:
+    if store is not None and lookup:
         stored = store.lookup(graph, method, options)
         if stored is not None and stored.reusable_for(options.time_limit_s):
             return CachedSolve(stored.result, from_store=True)
