@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +50,8 @@ POLL_S = 0.05
 """How often the relay looks at the cancel Event while no message arrives."""
 KILL_GRACE_S = 20.0
 """After a cancel, how long the child may take to deliver its incumbent before it is killed."""
+CHILD_NICENESS = 5
+"""How much lower the solver child's CPU priority is than the window's (``os.nice``)."""
 _context: multiprocessing.context.BaseContext | None = None
 
 Job = Callable[[Callable[[object], None], threading.Event], object]
@@ -197,7 +200,15 @@ def _relay(process, receiver, child_cancel, on_item, cancel) -> object:
 
 
 def _child_main(sender: multiprocessing.connection.Connection, job: Job, cancel) -> None:
-    """The child's entry point: run the job, stream its items, send its value (or the error)."""
+    """The child's entry point: run the job, stream its items, send its value (or the error).
+
+    The child (and the CBC it starts) runs at a lower CPU priority: on a busy machine the
+    window must keep getting the CPU it needs to stay fluid, and the solve loses little.
+    """
+    try:
+        os.nice(CHILD_NICENESS)
+    except (AttributeError, OSError):  # no nice() on this platform, or not allowed
+        pass
     try:
         value = job(lambda item: sender.send(("item", item)), cancel)
         sender.send(("result", value))

@@ -8,6 +8,14 @@ the tooltip, whose recomputation reason replays the schedule up to that bar). Ev
 the hover includes a real paint (``QWidget.grab``). Prints a table.
 
     .venv/bin/python bench/draw.py [--ops 5000] [--repeat 10]
+
+``--stall EXAMPLE`` instead opens the window on a bundled example with the GPU at
+``--gpu-percent`` of its no-remat peak, solves it (``--solver``, ``--limit``) and reports the
+event loop's longest gaps from the Solve click until the result is drawn (a 10 ms timer; each
+gap also says how much CPU the GUI thread used in it, which tells the GUI's own work apart from
+waiting for a CPU on a busy machine):
+
+    .venv/bin/python bench/draw.py --stall vgg16 --solver highs --limit 30
 """
 
 from __future__ import annotations
@@ -147,13 +155,86 @@ def bench_view(name: str, make, graph: Graph, results: list[SolveResult], repeat
     return [name, first, redraw, pan_full, pan_zoomed, hover]
 
 
+def measure_stall(example: str, percent: float, solver: str, limit: float) -> int:
+    """Solve ``example`` in the real window and print the event loop's longest gaps."""
+    from dataclasses import replace
+
+    from PySide6.QtCore import QStandardPaths, QTimer
+
+    from app.main_window import MainWindow
+    from app.settings import AppSettings
+    from solver.bounds import no_remat_peak
+
+    QStandardPaths.setTestModeEnabled(True)  # throw-away settings
+    app = QApplication.instance()
+    settings = AppSettings()
+    settings.clear()
+    window = MainWindow(settings)
+    window.resize(1600, 1000)
+    window.show()
+    window.open_example(example)
+    graph = window.document.graph
+    gpu = next(d for d in graph.devices if d.kind == "gpu")
+    budget = gpu.fixed_memory + int(percent / 100 * no_remat_peak(graph))
+    window.document.set_budgets({gpu.name: budget})
+    window.document.set_settings(
+        replace(window.document.settings, backend=solver, time_limit_s=limit)
+    )
+    for _ in range(5):  # the first layout and paint of the opened graph are not the solve's
+        app.processEvents()
+    gaps: list[tuple[float, float, float]] = []  # (wall s, GUI-thread CPU s, at s)
+    state = {"wall": time.perf_counter(), "cpu": time.thread_time(), "done": False}
+    start = state["wall"]
+
+    def tick() -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        gaps.append((wall - state["wall"], cpu - state["cpu"], state["wall"] - start))
+        state["wall"], state["cpu"] = wall, cpu
+
+    timer = QTimer(interval=10)
+    timer.timeout.connect(tick)
+    provisional = []
+    window.document.result_changed.connect(
+        lambda: provisional.append(window.document.is_provisional)
+    )
+    window.controller.finished.connect(lambda _r: QTimer.singleShot(300, app.quit))
+    window.controller.failed.connect(lambda _m: QTimer.singleShot(300, app.quit))
+    timer.start()
+    window.window_actions.solve.trigger()
+    app.exec()  # until 300 ms after the result (its drawing included)
+    timer.stop()
+    result = window.document.result
+    window.document.undo_stack.setClean()
+    window.controller.shutdown()
+    window.close()
+    worst = sorted(gaps, reverse=True)[:5]
+    print(
+        f"{example}, gpu at {percent:g}% of its peak, {solver} {limit:g} s: "
+        f"{result.status.value if result else 'no result'}, "
+        f"{sum(provisional)} provisional incumbents drawn; {len(gaps)} ticks over "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    print(f"gaps > 50 ms: {sum(g > 0.05 for g, _, _ in gaps)}; longest (wall ms / GUI CPU ms @ s):")
+    for wall, cpu, at in worst:
+        print(f"  {wall * 1000:7.1f} / {cpu * 1000:6.1f} @ {at:6.2f}")
+    busy = max((cpu for _, cpu, _ in gaps), default=0.0)
+    print(f"longest GUI-thread CPU burst between ticks: {busy * 1000:.1f} ms")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=5000, help="operations (about 2 per stage)")
     parser.add_argument("--repeat", type=int, default=10, help="samples per timing (median)")
+    parser.add_argument("--stall", metavar="EXAMPLE", help="measure event-loop gaps in a solve")
+    parser.add_argument("--gpu-percent", type=float, default=60.0)
+    parser.add_argument("--solver", default="highs")
+    parser.add_argument("--limit", type=float, default=30.0, help="solver time limit (s)")
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication([])
     apply_theme(app, "light")
+    if args.stall:
+        return measure_stall(args.stall, args.gpu_percent, args.solver, args.limit)
     stages = args.ops // 2 + 1
     started = time.perf_counter()
     graph = synthetic_graph(stages)

@@ -74,6 +74,7 @@ class DeviceRow(QFrame):
         self.percent_label = QLabel()
         self.landmarks_label = QLabel()
         self.landmarks_label.setStyleSheet("color: palette(mid); font-size: 8pt;")
+        self.landmarks_label.setWordWrap(True)  # never wider than the dock
         self._layout()
         self.name_edit.editingFinished.connect(self._on_name_edit_finished)
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
@@ -88,7 +89,7 @@ class DeviceRow(QFrame):
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(2)
         head = QHBoxLayout()
-        self.name_edit.setMaximumWidth(120)
+        self.name_edit.setMaximumWidth(100)
         head.addWidget(self.name_edit)
         head.addWidget(self.kind_label)
         head.addStretch(1)

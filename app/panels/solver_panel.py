@@ -115,7 +115,7 @@ class SolverPanel(QWidget):
         self.plot.setMaximumHeight(170)
         item = self.plot.getPlotItem()
         item.setLabel("bottom", "solve time (s)")
-        item.setLabel("left", "schedule (ms)")
+        item.setLabel("left", "ms")
         for side in ("bottom", "left"):
             # no "(x0.001)" scale suffix: the label says the unit and the ticks are plain numbers
             item.getAxis(side).enableAutoSIPrefix(False)

@@ -47,6 +47,8 @@ _OP_HEIGHT = 0.72
 _TRANSFER_HEIGHT = 0.5
 _MAX_LABELS = 250
 _HIT_PIXELS = 3.0
+_LANE_PIXELS = 24
+"""Minimum height of one lane on screen."""
 _HATCH_PIXELS = 6.0
 """Spacing of the hatching lines drawn for SVG export, in screen pixels."""
 
@@ -326,6 +328,8 @@ class GanttView(QWidget):
         self._fill_layers()
         ticks = [(j, name) for j, name in enumerate(self._lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
+        # every lane at least a line of text tall, plus the time axis
+        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(self._lanes), 2) + 64)
         end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(

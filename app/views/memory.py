@@ -29,6 +29,8 @@ __all__ = ["MemoryView"]
 logger = logging.getLogger(__name__)
 
 _MAX_LISTED = 14
+_PLOT_PIXELS = 124
+"""Minimum height of one device's plot: title, a readable curve and the time axis."""
 
 
 class _DevicePlot:
@@ -117,7 +119,7 @@ class MemoryView(QWidget):
         if budget:
             text += f" = {peak / budget:.0%} of the {format_size(budget)} activation budget"
         if off_scale:
-            text += " (budget line off the scale)"
+            text += " (off scale)"
         if fixed:
             text += f" \u00b7 device memory {format_size(budget + fixed)} incl. "
             text += f"{format_size(fixed)} fixed"
@@ -168,6 +170,7 @@ class MemoryView(QWidget):
             return
         self._layout.clear()
         self._plots = {}
+        self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1) + 36)  # + time axis
         colors = colors_for(self)
         for row, device in enumerate(devices):
             item = _DevicePlot(self._layout, device, row)
@@ -261,7 +264,8 @@ class MemoryView(QWidget):
         shown_budget = budget if budget <= 1.6 * max(peak, 1) else None
         item.unit, item.scale = byte_unit(max(peak, shown_budget or 0))
         item.curve.setData(x, y / item.scale)
-        item.plot.setLabel("left", f"{item.device} activations ({item.unit})")
+        # the title names device and quantity; a long rotated label ran into its neighbour's
+        item.plot.setLabel("left", item.unit)
         top = max(peak, shown_budget or 0) / item.scale * 1.5 or 1.0  # room for the labels
         item.plot.setYRange(0.0, top, padding=0.0)
         extent = end if end > 0 else 1.0  # as the Gantt: an empty plot spans 0..1 ms

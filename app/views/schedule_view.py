@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from app.document import Document
 from app.views.gantt import GanttView
@@ -17,6 +17,8 @@ class ScheduleView(QWidget):
 
     It adds no state: both children listen to the document themselves and each draws the step
     cursor as a vertical line at ``document.cursor_op.start``, so one line runs through both.
+    Each child keeps a readable minimum height (lanes and memory plots never squashed to a few
+    pixels); when the window is too short for both, the view scrolls instead.
     """
 
     def __init__(self, document: Document, parent: QWidget | None = None):
@@ -30,9 +32,14 @@ class ScheduleView(QWidget):
         splitter.setStretchFactor(0, 4)
         splitter.setStretchFactor(1, 5)
         splitter.setChildrenCollapsible(False)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(splitter)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(splitter)
+        layout.addWidget(self.scroll)
         self.gantt.reset_view()
 
 

@@ -96,4 +96,14 @@ def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
     assert f"of the {format_size(budget)} activation budget" in title
     assert f"device memory {format_size(budget + gpu.fixed_memory)} incl." in title
     assert f"{format_size(gpu.fixed_memory)} fixed" in title
-    assert "activations" in view.plot("gpu").getAxis("left").labelText
+    assert view.plot("gpu").getAxis("left").labelText == view.unit("gpu")[0]
+
+
+def test_schedule_view_keeps_lanes_and_memory_plots_readable_when_short(document, show):
+    """A short window scrolls the schedule instead of squashing plots to a few pixels."""
+    view = show(ScheduleView(document), 900, 300)
+    lanes = len(view.gantt.lanes)
+    assert view.gantt.plot.getViewBox().height() >= 20 * lanes
+    for device in ("cpu", "gpu"):
+        assert view.memory.plot(device).getViewBox().height() >= 50
+    assert view.scroll.verticalScrollBar().maximum() > 0  # the rest is a scroll away

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from PySide6.QtWidgets import QApplication
 
 import app.solve_process as solve_process
 from app.solve_process import ProvisionalSchedule, solve_reporting_incumbents
@@ -146,7 +147,7 @@ def test_window_new_graph_clears_the_live_plot_and_log(qtbot, held_solve, graph,
 
 def test_window_live_plot_axes_read_plain_units(make_window):
     plot = make_window("chain").solver_panel.plot.getPlotItem()
-    for side, text in (("bottom", "solve time (s)"), ("left", "schedule (ms)")):
+    for side, text in (("bottom", "solve time (s)"), ("left", "ms")):
         axis = plot.getAxis(side)
         axis.setScale(1.0)
         axis.updateAutoSIPrefix()
@@ -163,3 +164,36 @@ def test_window_fresh_comparison_does_not_claim_the_graph_changed(make_window):
     )
     assert "changed" not in comparison.status_text
     assert "Compare methods" in comparison.status_text
+
+
+def test_window_real_solve_draws_its_incumbent_before_it_ends(qtbot, make_window, loop_probe):
+    """End to end: the solver announces incumbents in the child, the window draws them."""
+    from app.project import SolverSettings
+    from solver.generators import unit_chain
+
+    window = make_window(None)
+    doc = window.document
+    doc.open(unit_chain(30, budget=12))  # the warm start is an incumbent at once
+    doc.set_settings(SolverSettings(time_limit_s=600))
+    for _ in range(3):  # lay out and paint the new graph: its first paint is not the solve's
+        QApplication.processEvents()
+    probe = loop_probe()
+    try:
+        window.window_actions.solve.trigger()
+        qtbot.waitUntil(lambda: doc.is_provisional, timeout=60_000)
+        shown = doc.result
+        assert shown.ok and window.controller.is_running
+        gantt = window.schedule_tabs.widget(0).gantt
+        assert "provisional" in gantt.summary_text
+        with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
+            window.window_actions.cancel.trigger()
+    finally:
+        probe.stop()
+    final = blocker.args[0]
+    assert doc.result is final and not doc.is_provisional
+    assert final.objective <= shown.objective + 1e-9  # the answer is never worse than shown
+    # Regression guards only: the GUI's own work between two ticks (a full redraw ~30 ms
+    # here) and the wall-clock gap, which also counts waiting for one of two shared cores.
+    # The 50 ms target is measured on the real window: bench/draw.py --stall vgg16.
+    assert probe.max_cpu < 0.1, str(probe)
+    assert probe.max_gap < 0.3, str(probe)
