@@ -16,6 +16,8 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu, QStyle, QToolBar
 
 from app.commands import AddNodeCommand, BuildTrainingGraphCommand, DeleteCommand
+from app.dialogs import FileDialog
+from app.export import export_chrome_trace
 from solver.examples import bundled_graphs
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ class WindowActions:
     export_svg: QAction
     export_schedule: QAction
     export_timeline: QAction
+    export_trace: QAction
     quit: QAction
     undo: QAction
     redo: QAction
@@ -95,6 +98,9 @@ def build_actions(window: MainWindow) -> WindowActions:
                                 tip="The schedule file of the result on display"),
         export_timeline=_action(window, "Timeline as &CSV\u2026", files.export_timeline,
                                 tip="Every operation and transfer of the result, one per row"),
+        export_trace=_action(window, "Timeline as Chrome &Trace\u2026",
+                             lambda: export_trace(window),
+                             tip="Open it in Perfetto (ui.perfetto.dev) or chrome://tracing"),
         quit=_action(window, "&Quit", window.close, keys.Quit),
         undo=undo,
         redo=redo,
@@ -115,6 +121,8 @@ def build_actions(window: MainWindow) -> WindowActions:
         examples_menu=QMenu("E&xamples", window),
         export_menu=QMenu("Expor&t", window),
     )  # fmt: skip
+    doc.result_changed.connect(lambda: _enable_trace(window, actions))
+    _enable_trace(window, actions)
     actions.auto_solve.setToolTip("Solve again when a budget slider settles")
     actions.auto_solve.toggled.connect(window.set_auto_solve)
     _build_menus(window, actions)
@@ -143,7 +151,7 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
     file.addMenu(a.export_menu)
     a.export_menu.addActions([a.export_png, a.export_svg])
     a.export_menu.addSeparator()
-    a.export_menu.addActions([a.export_schedule, a.export_timeline])
+    a.export_menu.addActions([a.export_schedule, a.export_timeline, a.export_trace])
     file.addSeparator()
     file.addAction(a.quit)
     a.recent_menu.aboutToShow.connect(lambda: _fill_recent(window, a.recent_menu))
@@ -223,3 +231,32 @@ def _build_toolbar(window: MainWindow, a: WindowActions) -> None:
     bar.addActions([a.solve, a.cancel])
     window.addToolBar(bar)
     window.graph_view.add_edit_actions([a.add_node, a.delete, a.build_training])
+
+
+def export_trace(window: MainWindow) -> bool:
+    """Write the timeline on display as a Chrome trace JSON (File > Export)."""
+    result = window.document.result
+    if result is None or result.timeline is None:
+        return False
+    graph = window.document.graph
+    name = (graph.name if graph is not None else "schedule").replace(" ", "_") or "schedule"
+    path = FileDialog.save_path(
+        window,
+        "Export Chrome trace",
+        os.path.join(window.settings.last_dir(), f"{name}.trace.json"),
+        "Chrome trace (*.json);;All files (*)",
+    )
+    if not path:
+        return False
+    try:
+        export_chrome_trace(result.timeline, path, name)
+    except OSError as exc:
+        window.statusBar().showMessage(f"Could not write {os.path.basename(path)}: {exc}", 8000)
+        return False
+    window.statusBar().showMessage(f"Exported {os.path.basename(path)}", 8000)
+    return True
+
+
+def _enable_trace(window: MainWindow, actions: WindowActions) -> None:
+    result = window.document.result
+    actions.export_trace.setEnabled(result is not None and result.ok)

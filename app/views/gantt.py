@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QPointF, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QSizePolicy,
     QToolButton,
     QToolTip,
@@ -29,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.theme import colors_for, style_plot
+from app.views.gantt_geometry import flow_segments, hatch_segments
 from app.views.gantt_text import op_tooltip, summary_html, transfer_tooltip
 from app.views.plotting import (
     HoverProxy,
@@ -36,10 +39,13 @@ from app.views.plotting import (
     install_export_action,
     result_matches,
 )
+from app.views.timeline_nav import OverviewStrip, TimelineViewBox, busy_time, navigate
 from solver.explain import recompute_reason
 from solver.graph import NODE_KINDS
+from solver.simulate import Timeline
+from solver.units import format_ms
 
-__all__ = ["Bar", "GanttView", "hatch_segments"]
+__all__ = ["Bar", "GanttView"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +55,8 @@ _MAX_LABELS = 250
 _HIT_PIXELS = 3.0
 _LANE_PIXELS = 24
 """Minimum height of one lane on screen."""
+_FLOWS_UP_TO = 2000
+"""Flow arrows for every transfer up to this many; beyond, only the selected node's."""
 _HATCH_PIXELS = 6.0
 """Spacing of the hatching lines drawn for SVG export, in screen pixels."""
 
@@ -72,7 +80,14 @@ class GanttView(QWidget):
     Listens to ``graph_changed``, ``result_changed``, ``selection_changed``, ``cursor_changed``.
     A click selects the node under the mouse (``document.set_selection``; a transfer selects its
     tensor, empty space clears); a double click also moves the step cursor to that operation.
-    Items are built once; ``_redraw`` only feeds them arrays.
+    Navigation as in Perfetto (``app.views.timeline_nav``): W/S zoom, A/D pan (arrows too while
+    the chart has the focus), the wheel pans and Ctrl+wheel zooms, an overview strip shows the
+    visible window, Shift+drag measures a range (busy and idle time per lane), the search field
+    selects a node by name (so every view highlights it), and flow arrows lead from each copy to
+    the operation that reads it. Items are built once; ``_redraw`` only feeds them arrays.
+
+    The timeline drawn is ``source(document)`` (default: ``document.timeline``); another
+    source, e.g. a concurrent-execution replay, plugs in with :meth:`set_timeline_source`.
     """
 
     def __init__(self, document: Document, parent: QWidget | None = None):
@@ -84,6 +99,9 @@ class GanttView(QWidget):
         self._reasons: dict[int, str] = {}
         self._showing_provisional = False
         self._full_range: tuple[float, float] | None = None
+        self._source: Callable[[Document], Timeline | None] = _document_timeline
+        self._matches: list[str] = []
+        self._range: tuple[float, float] | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
@@ -109,6 +127,75 @@ class GanttView(QWidget):
         """Lane names from top to bottom: devices and ``"src → dst"`` links."""
         return self._lanes
 
+    @property
+    def overview(self) -> OverviewStrip:
+        """The overview strip under the chart."""
+        return self._overview
+
+    @property
+    def flows(self) -> pg.PlotCurveItem:
+        """The flow arrows' line segments (x, y in pairs: copy end -> consumer start)."""
+        return self._flow_lines
+
+    @property
+    def range_text(self) -> str:
+        """The busy/idle totals of the selected range (plain text), or ``""``."""
+        return self._range_label.text()
+
+    def set_timeline_source(self, source: Callable[[Document], Timeline | None] | None) -> None:
+        """Draw ``source(document)`` instead of ``document.timeline`` (``None``: back to it)."""
+        self._source = source or _document_timeline
+        self._on_document_result_changed()
+
+    def timeline(self) -> Timeline | None:
+        """The timeline on display (from the current source)."""
+        return self._source(self._document)
+
+    def navigate(self, key: int) -> bool:
+        """Zoom or pan as key ``key`` would (W/S/A/D, arrows); False if it is not one."""
+        return navigate(self._plot.getViewBox(), key)
+
+    def find(self, text: str) -> list[str]:
+        """Node ids containing ``text`` (case-insensitive), in graph order; selects the first
+        (every view then highlights it) and shows it in the chart."""
+        graph = self._document.graph
+        needle = text.strip().lower()
+        self._matches = (
+            [n.id for n in graph.nodes if needle in n.id.lower()] if graph and needle else []
+        )
+        if self._matches:
+            self._select_match(self._matches[0])
+        self._search.setToolTip(f"{len(self._matches)} nodes match" if needle else "")
+        return list(self._matches)
+
+    def find_next(self) -> str | None:
+        """Select the next node matching the search (Enter in the field), wrapping around."""
+        if not self._matches:
+            return None
+        selected = self._document.selection
+        k = self._matches.index(selected) + 1 if selected in self._matches else 0
+        node = self._matches[k % len(self._matches)]
+        self._select_match(node)
+        return node
+
+    def select_range(self, t0: float | None, t1: float | None = None) -> None:
+        """Measure ``[t0, t1]`` (ms): outline it and total busy/idle time per lane (None clears)."""
+        if t0 is None or t1 is None or t1 <= t0:
+            self._range = None
+            self._region.setVisible(False)
+            self._range_label.setText("")
+            return
+        self._range = (float(t0), float(t1))
+        self._region.setVisible(True)
+        with QSignalBlocker(self._region):
+            self._region.setRegion(self._range)
+        self._range_label.setText(self._range_totals(*self._range))
+
+    def busy_in_range(self, lane: str, t0: float, t1: float) -> float:
+        """Milliseconds lane ``lane`` is busy within ``[t0, t1]``."""
+        starts, ends, _ = self._bars[self._lanes.index(lane)]
+        return busy_time(starts, ends, t0, t1)
+
     def layer(self, name: str) -> pg.BarGraphItem:
         """The bar item of one layer: a node kind (first computations), ``"recompute:<kind>"``,
         ``"transfer"``, ``"selection"`` or ``"cursor"``."""
@@ -133,7 +220,7 @@ class GanttView(QWidget):
 
     def reset_view(self) -> None:
         """Show the whole schedule."""
-        timeline = self._document.timeline
+        timeline = self.timeline()
         end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
         self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
         self._plot.setYRange(-0.6, max(len(self._lanes), 1) - 0.4, padding=0.0)
@@ -184,7 +271,27 @@ class GanttView(QWidget):
         top.addWidget(self._header, 1)
         top.addWidget(self._legend)
         top.addWidget(reset)
-        self._widget = pg.PlotWidget()
+        self._search = QLineEdit(placeholderText="Find node\u2026", clearButtonEnabled=True)
+        self._search.setMaximumWidth(200)
+        self._search.textEdited.connect(self.find)
+        self._search.returnPressed.connect(self.find_next)
+        self._show_flows = QCheckBox("Flows", checked=True)
+        self._show_flows.setToolTip("Arrows from each copy to the operation that reads it")
+        self._show_flows.toggled.connect(self._redraw_flows)
+        self._range_label = QLabel()
+        self._range_label.setToolTip("Shift+drag on the chart to measure a range; Esc clears")
+        tools = QHBoxLayout()
+        tools.setContentsMargins(6, 2, 6, 0)
+        tools.addWidget(self._search)
+        tools.addWidget(self._show_flows)
+        tools.addWidget(self._range_label, 1)
+        hint = QLabel("W/S zoom \u00b7 A/D pan \u00b7 Ctrl+wheel zoom \u00b7 Shift+drag measure")
+        hint.setStyleSheet("color: palette(mid);")
+        tools.addWidget(hint)
+        self._viewbox = TimelineViewBox()
+        self._widget = pg.PlotWidget(viewBox=self._viewbox)
+        self._widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._widget.installEventFilter(self)
         self._plot = self._widget.getPlotItem()
         colors = colors_for(self)
         configure_plot(self._plot, colors)
@@ -196,7 +303,11 @@ class GanttView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addLayout(top)
+        layout.addLayout(tools)
         layout.addWidget(self._widget, 1)
+        self._overview = OverviewStrip()
+        self._overview.follow(self._plot.getViewBox())
+        layout.addWidget(self._overview)
         self._layers: dict[str, pg.BarGraphItem] = {}
         names = [*NODE_KINDS, *(f"recompute:{k}" for k in NODE_KINDS)]
         names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "selection", "cursor"]
@@ -217,6 +328,14 @@ class GanttView(QWidget):
         self._label_font.setPointSizeF(max(self._label_font.pointSizeF() - 1, 7))
         self._cursor_line = pg.InfiniteLine(angle=90, movable=False)
         self._plot.addItem(self._cursor_line, ignoreBounds=True)
+        self._flow_lines = pg.PlotCurveItem(connect="pairs")
+        self._flow_tips = pg.ScatterPlotItem(size=7, symbol="t")  # a triangle pointing down
+        self._region = pg.LinearRegionItem(movable=True)
+        self._region.setVisible(False)
+        self._region.sigRegionChanged.connect(self._on_region_changed)
+        for item in (self._flow_lines, self._flow_tips, self._region):
+            self._plot.addItem(item, ignoreBounds=True)
+        self._viewbox.range_selected.connect(self.select_range)
         self._hover = HoverProxy(self._widget.scene(), self._on_scene_hovered)
         self._widget.scene().sigMouseClicked.connect(self._on_scene_clicked)
         self._plot.getViewBox().sigRangeChanged.connect(self._label_timer.start)
@@ -245,6 +364,15 @@ class GanttView(QWidget):
         )
         self._layers["cursor"].setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.cursor, 3))
         self._cursor_line.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
+        flow = QColor(colors.transfer).darker(125)
+        self._flow_lines.setPen(colors.pen(flow, 1.2))
+        self._flow_tips.setBrush(flow)
+        self._flow_tips.setPen(colors.pen(flow, 1))
+        shade = QColor(colors.selection)
+        shade.setAlpha(48)
+        self._region.setBrush(pg.mkBrush(shade))
+        self._overview.setBackground(colors.background)
+        self._overview.bars.setOpts(brush=QColor(colors.muted), pen=pg.mkPen(None))
         swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
         items = [(colors.kinds[k], "■", k) for k in ("forward", "loss", "backward")]
         items += [(colors.kinds["forward"], "▨", "recompute"), (colors.transfer, "■", "transfer")]
@@ -278,6 +406,46 @@ class GanttView(QWidget):
 
     def _on_document_selection_changed(self) -> None:
         self._redraw_selection()
+        self._redraw_flows()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        """Navigation keys on the chart: W/S/A/D always, the arrows while it has the focus
+        (the window's step-through owns them otherwise)."""
+        if watched is self._widget:
+            kind = event.type()
+            if kind == QEvent.Type.ShortcutOverride and self.navigate_key(event.key(), True):
+                event.accept()
+                return True
+            if kind == QEvent.Type.KeyPress:
+                if event.key() == Qt.Key.Key_Escape and self._range is not None:
+                    self.select_range(None)
+                    return True
+                if self.navigate_key(event.key(), False):
+                    return True
+        return super().eventFilter(watched, event)
+
+    def navigate_key(self, key: int, probe: bool) -> bool:
+        """Whether ``key`` navigates the chart; unless ``probe``, also do it."""
+        if Qt.Key(key) not in _NAV_KEY_SET:
+            return False
+        return True if probe else self.navigate(key)
+
+    def _on_region_changed(self) -> None:
+        if self._range is not None:
+            lo, hi = self._region.getRegion()
+            self._range = (float(lo), float(hi))
+            self._range_label.setText(self._range_totals(*self._range))
+
+    def _select_match(self, node: str) -> None:
+        self._document.set_selection(node)
+        bars = [b for _, _, row in self._bars for b in row if b.node == node]
+        if not bars:
+            return
+        (x0, x1), _ = self._plot.getViewBox().viewRange()
+        first = min(bars, key=lambda b: b.start)
+        if not (x0 <= first.start <= x1):
+            width = x1 - x0
+            self._plot.setXRange(first.start - width / 4, first.start + 3 * width / 4, padding=0)
 
     def _on_document_cursor_changed(self) -> None:
         self._redraw_cursor()
@@ -307,7 +475,7 @@ class GanttView(QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
-        timeline = self._document.timeline
+        timeline = self.timeline()
         self._lanes = self._lane_names()
         self._is_link = np.array([" → " in name for name in self._lanes], dtype=bool)
         lane_of = {name: j for j, name in enumerate(self._lanes)}
@@ -326,6 +494,10 @@ class GanttView(QWidget):
             ends = np.array([b.end for b in row], dtype=float)
             self._bars.append((starts, ends, row))
         self._fill_layers()
+        self._fill_overview(timeline)
+        self._redraw_flows()
+        if self._range is not None:
+            self._range_label.setText(self._range_totals(*self._range))
         ticks = [(j, name) for j, name in enumerate(self._lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
         # every lane at least a line of text tall, plus the time axis
@@ -345,7 +517,7 @@ class GanttView(QWidget):
         self._label_timer.start()
 
     def _fill_layers(self) -> None:
-        timeline = self._document.timeline
+        timeline = self.timeline()
         lane_of = {name: j for j, name in enumerate(self._lanes)}
         ops = timeline.ops if timeline is not None else ()
         for kind in NODE_KINDS:
@@ -368,6 +540,39 @@ class GanttView(QWidget):
             x0=data[:, 0], width=data[:, 1] - data[:, 0], y=data[:, 2], height=heights
         )
 
+    def _fill_overview(self, timeline: Timeline | None) -> None:
+        x0 = np.concatenate([starts for starts, _, _ in self._bars] or [np.zeros(0)])
+        width = np.concatenate([ends - starts for starts, ends, _ in self._bars] or [np.zeros(0)])
+        lane = np.concatenate(
+            [np.full(len(starts), j, dtype=float) for j, (starts, _, _) in enumerate(self._bars)]
+            or [np.zeros(0)]
+        )
+        end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        self._overview.set_bars(x0, width, lane, len(self._lanes), end)
+
+    def _redraw_flows(self, *_: object) -> None:
+        timeline = self.timeline()
+        lane_of = {name: j for j, name in enumerate(self._lanes)}
+        show = self._show_flows.isChecked() and timeline is not None
+        only = None
+        if show and len(timeline.transfers) > _FLOWS_UP_TO:
+            only = self._document.selection or "\0"  # too many: the selection's only
+        x, y, tip_x, tip_y = flow_segments(timeline if show else None, lane_of, only)
+        self._flow_lines.setData(x, y)
+        self._flow_tips.setData(tip_x, tip_y)
+
+    def _range_totals(self, t0: float, t1: float) -> str:
+        span = t1 - t0
+        parts = [f"{format_ms(t0)}\u2013{format_ms(t1)} ({format_ms(span)}):"]
+        for lane in self._lanes:
+            if " \u2192 " in lane and not len(self._bars[self._lanes.index(lane)][0]):
+                continue  # an unused link says nothing
+            busy = self.busy_in_range(lane, t0, t1)
+            parts.append(
+                f"{lane} busy {format_ms(busy)} ({busy / span:.0%}), idle {format_ms(span - busy)}"
+            )
+        return " \u00b7 ".join(parts)
+
     def _redraw_selection(self) -> None:
         selected = self._document.selection
         spans = [
@@ -380,7 +585,7 @@ class GanttView(QWidget):
 
     def _redraw_cursor(self) -> None:
         op = self._document.cursor_op
-        timeline = self._document.timeline
+        timeline = self.timeline()
         spans = []
         if op is not None and timeline is not None:
             lane_of = {name: j for j, name in enumerate(self._lanes)}
@@ -395,7 +600,7 @@ class GanttView(QWidget):
 
     def _lane_names(self) -> tuple[str, ...]:
         graph = self._document.graph
-        timeline = self._document.timeline
+        timeline = self.timeline()
         devices = [d.name for d in graph.devices] if graph is not None else []
         if timeline is not None:
             devices += [d for d in timeline.devices if d not in devices]
@@ -442,13 +647,13 @@ class GanttView(QWidget):
             label.setVisible(False)
 
     def _label_color(self, bar: Bar, colors) -> str:
-        timeline = self._document.timeline
+        timeline = self.timeline()
         if bar.what == "op" and timeline is not None and timeline.ops[bar.index].recompute:
             return colors.foreground
         return colors.text_on_bar
 
     def _tooltip(self, bar: Bar) -> str:
-        timeline = self._document.timeline
+        timeline = self.timeline()
         if bar.what == "transfer":
             return transfer_tooltip(timeline.transfers[bar.index])
         op = timeline.ops[bar.index]
@@ -467,38 +672,14 @@ class GanttView(QWidget):
         return self._reasons[index]
 
 
-def hatch_segments(
-    rects: np.ndarray, x_range: tuple[float, float], px: float, py: float, spacing: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Diagonal line segments (x, y pairs) hatching each ``(x0, width, y_centre, height)`` rect.
+_NAV_KEY_SET = frozenset(
+    [Qt.Key.Key_W, Qt.Key.Key_A, Qt.Key.Key_S, Qt.Key.Key_D, Qt.Key.Key_Up, Qt.Key.Key_Down]
+    + [Qt.Key.Key_Left, Qt.Key.Key_Right]
+)
 
-    Lines run at 45 degrees *on screen* (``px``, ``py``: data units per pixel), ``spacing``
-    pixels apart, clipped to each rect analytically (no clip paths, which SVG viewers handle
-    unevenly). Rects outside ``x_range`` or narrower than two pixels are skipped.
 
-    >>> x, y = hatch_segments(np.array([[0.0, 4.0, 0.0, 2.0]]), (0, 10), 1.0, 1.0, 2.0)
-    >>> len(x) // 2, float(x.min()), float(x.max()), float(y.min()), float(y.max())
-    (3, 0.0, 4.0, -1.0, 1.0)
-    """
-    xs: list[np.ndarray] = []
-    ys: list[np.ndarray] = []
-    lo, hi = x_range
-    for left, width, centre, height in rects:
-        if width / px < 2 or left > hi or left + width < lo:
-            continue
-        # in pixel units: the rect [a0, a1] x [b0, b1], lines a - b = c
-        a0, a1 = max(left, lo) / px, min(left + width, hi) / px
-        b0, b1 = (centre - height / 2) / py, (centre + height / 2) / py
-        cs = np.arange(np.ceil((a0 - b1) / spacing), np.floor((a1 - b0) / spacing) + 1) * spacing
-        start = np.maximum(a0, b0 + cs)
-        end = np.minimum(a1, b1 + cs)
-        keep = end > start
-        cs, start, end = cs[keep], start[keep], end[keep]
-        xs.append(np.column_stack([start, end]).ravel() * px)
-        ys.append(np.column_stack([start - cs, end - cs]).ravel() * py)
-    if not xs:
-        return np.zeros(0), np.zeros(0)
-    return np.concatenate(xs), np.concatenate(ys)
+def _document_timeline(document: Document) -> Timeline | None:
+    return document.timeline
 
 
 if __name__ == "__main__":
