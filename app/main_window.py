@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 CENTRAL_VIEWS = (
     ("app.views.schedule_view", "ScheduleView", "Schedule"),
+    ("app.views.tensors", "TensorMemoryView", "Memory per tensor"),
     ("app.views.matrices", "MatricesView", "R / S matrices"),
     ("app.views.comparison", "ComparisonView", "Comparison"),
     ("app.views.explorer", "ExplorerView", "Trade-off explorer"),

@@ -39,6 +39,7 @@ from app.views.gantt import GanttView  # noqa: E402
 from app.views.matrices import MatricesView  # noqa: E402
 from app.views.memory import MemoryView  # noqa: E402
 from app.views.schedule_view import ScheduleView  # noqa: E402
+from app.views.tensors import TensorMemoryView  # noqa: E402
 from solver.graph import Device, Edge, Graph, Link, Node, make_graph  # noqa: E402
 from solver.schedule import Operation, Schedule, Stage  # noqa: E402
 from solver.simulate import simulate  # noqa: E402
@@ -114,7 +115,7 @@ def pan_plot(view: QWidget):
         return view.plot
     if isinstance(view, ScheduleView):
         return view.gantt.plot
-    if isinstance(view, MemoryView):
+    if isinstance(view, (MemoryView, TensorMemoryView)):
         return view.plot("gpu")
     return None
 
@@ -251,13 +252,14 @@ def main(argv: list[str] | None = None) -> int:
         bench_view("MemoryView", MemoryView, graph, results, args.repeat),
         bench_view("ScheduleView", ScheduleView, graph, results, args.repeat),
         bench_view("MatricesView", MatricesView, graph, results, max(2, args.repeat // 5)),
+        bench_view("TensorMemoryView", TensorMemoryView, graph, results, args.repeat),
     ]
     header = ("view", "first draw ms", "redraw ms", "pan frame ms", "pan 2% ms", "hover ms")
-    print(" | ".join(f"{h:>13}" for h in header))
-    print(" | ".join("-" * 13 for _ in header))
+    print(" | ".join(f"{h:>16}" for h in header))
+    print(" | ".join("-" * 16 for _ in header))
     for row in rows:
-        cells = [f"{row[0]:>13}"] + [
-            f"{'-':>13}" if v != v else f"{v:13.1f}" if v >= 1 else f"{v:13.3f}" for v in row[1:]
+        cells = [f"{row[0]:>16}"] + [
+            f"{'-':>16}" if v != v else f"{v:16.1f}" if v >= 1 else f"{v:16.3f}" for v in row[1:]
         ]
         print(" | ".join(cells))
     return 0

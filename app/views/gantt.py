@@ -39,7 +39,13 @@ from app.views.plotting import (
     install_export_action,
     result_matches,
 )
-from app.views.timeline_nav import OverviewStrip, TimelineViewBox, busy_time, navigate
+from app.views.timeline_nav import (
+    OverviewStrip,
+    TimelineViewBox,
+    busy_time,
+    merge_intervals,
+    navigate,
+)
 from solver.explain import recompute_reason
 from solver.graph import NODE_KINDS
 from solver.simulate import Timeline
@@ -541,13 +547,13 @@ class GanttView(QWidget):
         )
 
     def _fill_overview(self, timeline: Timeline | None) -> None:
-        x0 = np.concatenate([starts for starts, _, _ in self._bars] or [np.zeros(0)])
-        width = np.concatenate([ends - starts for starts, ends, _ in self._bars] or [np.zeros(0)])
-        lane = np.concatenate(
-            [np.full(len(starts), j, dtype=float) for j, (starts, _, _) in enumerate(self._bars)]
-            or [np.zeros(0)]
-        )
         end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        spans = [merge_intervals(starts, ends, end / 2000) for starts, ends, _ in self._bars]
+        x0 = np.concatenate([lo for lo, _ in spans] or [np.zeros(0)])
+        width = np.concatenate([hi - lo for lo, hi in spans] or [np.zeros(0)])
+        lane = np.concatenate(
+            [np.full(len(lo), j, dtype=float) for j, (lo, _) in enumerate(spans)] or [np.zeros(0)]
+        )
         self._overview.set_bars(x0, width, lane, len(self._lanes), end)
 
     def _redraw_flows(self, *_: object) -> None:

@@ -82,8 +82,9 @@ def test_timeline_overview_shows_and_moves_the_visible_window(view):
     assert view.overview.visible_window() == pytest.approx((2.0, 6.0))
     view.overview.region.setRegion((5.0, 9.0))
     assert x_range(view) == pytest.approx((5.0, 9.0))
-    bars = view.overview.bars.opts
-    assert len(bars["x0"]) == 5 + 2  # every operation and copy, in one item
+    bars = view.overview.bars.opts  # each lane's busy spans: gpu 0..5, the link 5..7, cpu 7..11
+    spans = sorted(zip(bars["x0"], bars["x0"] + bars["width"], strict=True))
+    assert spans == [(0.0, 5.0), (5.0, 7.0), (7.0, 11.0)]
 
 
 def test_timeline_search_selects_the_node_in_every_view(qtbot, view, document):

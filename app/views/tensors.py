@@ -1,0 +1,421 @@
+"""Memory per tensor, like PyTorch's memory_viz: one stacked band per resident tensor, per device.
+
+At each step of a device's :class:`~solver.simulate.MemoryCurve` the resident tensors are stacked
+in graph order, so the outline of the stack is exactly the memory curve and each band's height
+is one tensor's bytes. Bands are coloured by layer (a backward node shares its forward node's
+hue); a band that a recomputation brought back is lighter and hatched, one a copy brought is
+outlined in the transfer colour. Hover names the tensor and why it is resident (who needs it
+next, or that it is kept); a click selects its node everywhere; the step cursor lists the exact
+set resident on every device.
+
+Listens to ``graph_changed``, ``result_changed``, ``selection_changed`` and ``cursor_changed``;
+writes ``document.set_selection`` only. All bands of a device are one ``pg.BarGraphItem``.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QBrush, QColor, QCursor
+from PySide6.QtWidgets import QLabel, QToolTip, QVBoxLayout, QWidget
+
+from app.document import Document
+from app.theme import colors_for, style_plot
+from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
+from solver.graph import Graph
+from solver.simulate import Timeline
+from solver.units import format_ms, format_size
+
+__all__ = ["Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
+
+ORIGINS = ("computed", "recomputed", "copied")
+_PLOT_PIXELS = 150
+
+
+@dataclass(frozen=True)
+class Bands:
+    """One device's bands: rectangles ``[x0, x0 + width] x [y0, y0 + height]`` (ms, bytes), the
+    tensor (node index) and origin (index into :data:`ORIGINS`) of each."""
+
+    x0: np.ndarray
+    width: np.ndarray
+    y0: np.ndarray
+    height: np.ndarray
+    node: np.ndarray
+    origin: np.ndarray
+
+    def at(self, time: float, level: float) -> int | None:
+        """The band under ``(time, level)``, if any (its index)."""
+        hit = np.nonzero(
+            (self.x0 <= time)
+            & (time < self.x0 + self.width)
+            & (self.y0 <= level)
+            & (level < self.y0 + self.height)
+        )[0]
+        return int(hit[0]) if len(hit) else None
+
+
+def tensor_bands(graph: Graph, timeline: Timeline, device: str) -> Bands:
+    """Stack the resident tensors of ``device`` at each step of its memory curve.
+
+    Examples
+    --------
+    >>> from solver.generators import unit_chain
+    >>> from solver.baselines import checkpoint_all
+    >>> from solver.simulate import simulate
+    >>> g = unit_chain(1)
+    >>> s = checkpoint_all(g, "cpu")
+    >>> b = tensor_bands(g, simulate(g, s), "cpu")
+    >>> [g.nodes[i].id for i in b.node], b.y0.tolist()
+    (['n0', 'n0', 'n1', 'n0', 'n1', 'n2'], [0.0, 0.0, 1.0, 0.0, 1.0, 2.0])
+    """
+    curve = timeline.memory.get(device)
+    empty = np.zeros(0)
+    if curve is None or len(curve.times) == 0:
+        return Bands(empty, empty, empty, empty, empty.astype(int), empty.astype(int))
+    ends = np.append(curve.times[1:], max(timeline.total_ms, float(curve.times[-1])))
+    origins = _origin_events(timeline, device)
+    x0, width, y0, height, node, origin = [], [], [], [], [], []
+    previous: set[str] = set()
+    started: dict[str, int] = {}
+    for j, names in enumerate(curve.resident):
+        level = 0.0
+        for name in sorted(names, key=lambda n: graph.index.get(n, -1)):
+            k = graph.index.get(name)
+            if k is None:
+                continue
+            if name not in previous:
+                started[name] = _origin(origins.get(name, ()), float(curve.times[j]))
+            size = float(graph.memory[k])
+            x0.append(float(curve.times[j]))
+            width.append(float(ends[j] - curve.times[j]))
+            y0.append(level)
+            height.append(size)
+            node.append(k)
+            origin.append(started[name])
+            level += size
+        previous = set(names)
+    return Bands(
+        np.array(x0), np.array(width), np.array(y0), np.array(height),
+        np.array(node, dtype=int), np.array(origin, dtype=int),
+    )  # fmt: skip
+
+
+def resident_reason(graph: Graph, timeline: Timeline, device: str, tensor: str, time: float):
+    """Why ``tensor`` is resident on ``device`` at ``time``: the next operation there that reads
+    it, a copy that takes it elsewhere, or that it is only kept."""
+    k = graph.index[tensor]
+    users = {graph.nodes[u].id for u in graph.users[k]}
+    for op in timeline.ops:
+        if op.end > time and op.device == device and op.node in users:
+            if op.start <= time:
+                return f"read by {op.node}, running now"
+            return f"needed by {op.node} at {format_ms(op.start)}"
+    for tr in timeline.transfers:
+        if tr.start >= time and tr.source == device and tr.tensor == tensor:
+            return f"copied to {tr.target} for {tr.consumer} at {format_ms(tr.start)}"
+    return "kept (a checkpoint), not read here again"
+
+
+def _origin_events(timeline: Timeline, device: str) -> dict[str, list[tuple[float, int]]]:
+    events: dict[str, list[tuple[float, int]]] = {}
+    for op in timeline.ops:
+        if op.device == device:
+            events.setdefault(op.node, []).append((op.start, 1 if op.recompute else 0))
+    for tr in timeline.transfers:
+        if tr.target == device:
+            events.setdefault(tr.tensor, []).append((tr.start, 2))
+    for value in events.values():
+        value.sort()
+    return events
+
+
+def _origin(events, time: float) -> int:
+    """The origin of a residency starting at ``time``: the latest event at or before it."""
+    found = 0
+    for when, what in events:
+        if when <= time + 1e-9:
+            found = what
+        else:
+            break
+    return found
+
+
+class TensorMemoryView(QWidget):
+    """Stacked per-tensor bands per device (see module docstring)."""
+
+    def __init__(self, document: Document, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._document = document
+        self._plots: dict[str, tuple[pg.PlotItem, pg.BarGraphItem, pg.BarGraphItem]] = {}
+        self._bands: dict[str, Bands] = {}
+        self._scale: dict[str, int] = {}
+        self._cursors: dict[str, pg.InfiniteLine] = {}
+        self._dirty = False
+        self._build_items()
+        document.graph_changed.connect(self._redraw)
+        document.result_changed.connect(self._redraw)
+        document.selection_changed.connect(self._redraw_selection)
+        document.cursor_changed.connect(self._redraw_cursor)
+        self._redraw()
+
+    # ----- public API -------------------------------------------------------------------------
+    def bands(self, device: str) -> Bands:
+        """The bands drawn for ``device`` (bytes, not plot units)."""
+        return self._bands[device]
+
+    def plot(self, device: str) -> pg.PlotItem:
+        return self._plots[device][0]
+
+    def layer(self, device: str) -> pg.BarGraphItem:
+        """The one bar item holding every band of ``device``."""
+        return self._plots[device][1]
+
+    def selected_layer(self, device: str) -> pg.BarGraphItem:
+        """The outlines of the selected tensor's bands on ``device``."""
+        return self._plots[device][2]
+
+    @property
+    def cursor_text(self) -> str:
+        """What the step cursor shows: the exact resident set per device (plain text)."""
+        return self._cursor_label.text()
+
+    def tooltip_at(self, device: str, time: float, level_bytes: float) -> str:
+        """The hover text at ``time`` (ms) and ``level_bytes`` on ``device``'s stack."""
+        bands, graph, timeline = self._bands.get(device), self._document.graph, self._timeline()
+        if bands is None or graph is None or timeline is None:
+            return ""
+        j = bands.at(time, level_bytes)
+        if j is None:
+            return ""
+        name = graph.nodes[bands.node[j]].id
+        reason = resident_reason(graph, timeline, device, name, time)
+        return (
+            f"<b>{html.escape(name)}</b> on {device}: {format_size(bands.height[j])}, "
+            f"{ORIGINS[bands.origin[j]]}<br>{html.escape(reason)}"
+        )
+
+    def select_at(self, device: str, time: float, level_bytes: float) -> str | None:
+        """Select the tensor under ``(time, level_bytes)`` (what a click does)."""
+        bands, graph = self._bands.get(device), self._document.graph
+        j = bands.at(time, level_bytes) if bands is not None else None
+        node = graph.nodes[bands.node[j]].id if j is not None and graph is not None else None
+        self._document.set_selection(node)
+        return node
+
+    # ----- building ---------------------------------------------------------------------------
+    def _build_items(self) -> None:
+        self._cursor_label = QLabel()
+        self._cursor_label.setWordWrap(True)
+        self._cursor_label.setContentsMargins(6, 2, 6, 2)
+        self._legend = QLabel()
+        self._legend.setContentsMargins(6, 2, 6, 0)
+        self._layout = pg.GraphicsLayoutWidget()
+        install_export_action(self._layout.scene(), self)
+        self._hover = HoverProxy(self._layout.scene(), self._on_scene_hovered)
+        self._layout.scene().sigMouseClicked.connect(self._on_scene_clicked)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self._legend)
+        layout.addWidget(self._cursor_label)
+        layout.addWidget(self._layout, 1)
+
+    def _ensure_plots(self) -> None:
+        graph = self._document.graph
+        devices = [d.name for d in graph.devices] if graph is not None else []
+        if list(self._plots) == devices:
+            return
+        self._layout.clear()
+        self._plots, self._cursors = {}, {}
+        self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1))
+        colors = colors_for(self)
+        first = None
+        for row, device in enumerate(devices):
+            plot = self._layout.addPlot(row=row, col=0)
+            configure_plot(plot, colors, "time (ms)" if row == len(devices) - 1 else None)
+            plot.setMouseEnabled(x=True, y=False)
+            plot.hideButtons()
+            bars = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
+            selected = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
+            cursor = pg.InfiniteLine(angle=90, movable=False)
+            plot.addItem(bars)
+            plot.addItem(selected)
+            plot.addItem(cursor, ignoreBounds=True)
+            if first is not None:
+                plot.setXLink(first)
+            first = first or plot
+            self._plots[device] = (plot, bars, selected)
+            self._cursors[device] = cursor
+        self._restyle()
+
+    def _restyle(self) -> None:
+        colors = colors_for(self)
+        style_plot(self._layout, colors)
+        for device, (_, _, selected) in self._plots.items():
+            selected.setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5))
+            self._cursors[device].setPen(colors.pen(colors.cursor, 1.5, dashed=True))
+        self._legend.setText(
+            "One band per resident tensor, coloured by layer \u00b7 "
+            "<i>lighter, hatched</i>: recomputed \u00b7 "
+            f"<span style='color:{colors.transfer}'>outlined</span>: copied from another device"
+            " \u00b7 hover for why it is resident, click to select"
+        )
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self._plots:
+            self._restyle()
+            self._redraw()
+
+    # ----- slots ------------------------------------------------------------------------------
+    def _on_scene_hovered(self, pos: QPointF) -> None:
+        hit = self._hit(pos)
+        text = self.tooltip_at(*hit) if hit is not None else ""
+        if text:
+            QToolTip.showText(QCursor.pos(), text, self._layout)
+        else:
+            QToolTip.hideText()
+
+    def _on_scene_clicked(self, event) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            hit = self._hit(event.scenePos())
+            if hit is not None:
+                self.select_at(*hit)
+
+    def _hit(self, pos: QPointF) -> tuple[str, float, float] | None:
+        for device, (plot, _, _) in self._plots.items():
+            vb = plot.getViewBox()
+            if vb.sceneBoundingRect().contains(pos):
+                point = vb.mapSceneToView(pos)
+                return device, point.x(), point.y() * self._scale.get(device, 1)
+        return None
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def _timeline(self) -> Timeline | None:
+        return self._document.timeline
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if self._dirty:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        if not self.isVisible() and self._plots:
+            self._dirty = True  # a hidden tab: redraw when shown, not on every incumbent
+            return
+        self._dirty = False
+        self._ensure_plots()
+        graph, timeline = self._document.graph, self._timeline()
+        colors = colors_for(self)
+        brushes = _Brushes(graph, colors) if graph is not None else None
+        if graph is None:
+            return  # no devices, no plots
+        for device, (plot, bars, _) in self._plots.items():
+            if timeline is None or not _matches(graph, timeline):
+                bands = tensor_bands(graph, _EMPTY, device)
+            else:
+                bands = tensor_bands(graph, timeline, device)
+            self._bands[device] = bands
+            top = float((bands.y0 + bands.height).max(initial=0.0))
+            unit, scale = byte_unit(top)
+            self._scale[device] = scale
+            fills = [brushes.brush(k, o) for k, o in zip(bands.node, bands.origin, strict=True)]
+            lines = [brushes.pen(o) for o in bands.origin]
+            # pyqtgraph 0.14 fails on empty per-bar lists: nothing to draw, no lists
+            bars.setOpts(
+                x0=bands.x0, width=bands.width, y0=bands.y0 / scale, height=bands.height / scale,
+                brushes=fills or None, pens=lines or None,
+                brush=pg.mkBrush(None), pen=pg.mkPen(None),
+            )  # fmt: skip
+            plot.setLabel("left", unit)
+            plot.setTitle(f"{device}: resident tensors", size="9pt", color=colors.foreground)
+            end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+            plot.setXRange(0, end, padding=0.01)
+            plot.setYRange(0, max(top / scale, 1e-9) * 1.05, padding=0)
+        self._redraw_selection()
+        self._redraw_cursor()
+
+    def _redraw_selection(self) -> None:
+        graph = self._document.graph
+        k = graph.index.get(self._document.selection) if graph is not None else None
+        for device, (_, _, selected) in self._plots.items():
+            bands, scale = self._bands.get(device), self._scale.get(device, 1)
+            keep = bands.node == k if bands is not None and k is not None else np.zeros(0, bool)
+            if bands is None or not keep.any():
+                selected.setOpts(x0=[], width=[], y0=[], height=[])
+                continue
+            selected.setOpts(
+                x0=bands.x0[keep], width=bands.width[keep],
+                y0=bands.y0[keep] / scale, height=bands.height[keep] / scale,
+            )  # fmt: skip
+
+    def _redraw_cursor(self) -> None:
+        op, timeline, graph = self._document.cursor_op, self._timeline(), self._document.graph
+        for cursor in self._cursors.values():
+            cursor.setVisible(op is not None)
+            if op is not None:
+                cursor.setPos(op.start)
+        if op is None or timeline is None or graph is None:
+            self._cursor_label.setText("")
+            return
+        parts = [f"step {self._document.cursor}: {op.node} on {op.device} \u2014"]
+        for device, curve in timeline.memory.items():
+            used, names = curve.at(op.start)
+            listed = ", ".join(sorted(names, key=lambda n: graph.index.get(n, -1))) or "nothing"
+            parts.append(f"{device} holds {listed} ({format_size(used)})")
+        self._cursor_label.setText(" ".join(parts[:1]) + " " + "; ".join(parts[1:]))
+
+
+class _Brushes:
+    """Brushes by (layer, origin) and pens by origin, made once per redraw and shared."""
+
+    def __init__(self, graph: Graph, colors) -> None:
+        layers = [
+            n.of if n.kind == "backward" and n.of in graph.index else n.id for n in graph.nodes
+        ]
+        order = {name: j for j, name in enumerate(dict.fromkeys(layers))}
+        self._layer = [order[name] for name in layers]
+        self._count = max(len(order), 1)
+        self._cache: dict[tuple[int, int], QBrush] = {}
+        self._pens = [
+            pg.mkPen(QColor(colors.background), width=0.5),
+            pg.mkPen(QColor(colors.background), width=0.5),
+            colors.pen(colors.transfer, 1.6),
+        ]
+
+    def brush(self, node: int, origin: int) -> QBrush:
+        key = (self._layer[node], origin)
+        if key not in self._cache:
+            hue = (key[0] * 0.61803398875) % 1.0  # golden-ratio steps: neighbours differ
+            color = QColor.fromHsvF(hue, 0.55 if origin != 1 else 0.25, 0.85)
+            style = Qt.BrushStyle.Dense4Pattern if origin == 1 else Qt.BrushStyle.SolidPattern
+            self._cache[key] = QBrush(color, style)
+        return self._cache[key]
+
+    def pen(self, origin: int):
+        return self._pens[origin]
+
+
+def _matches(graph: Graph, timeline: Timeline) -> bool:
+    return all(op.node in graph.index for op in timeline.ops[:1000])
+
+
+class _EmptyTimeline:
+    memory: dict = {}
+    total_ms = 0.0
+    ops = ()
+    transfers = ()
+
+
+_EMPTY = _EmptyTimeline()
+
+
+if __name__ == "__main__":
+    from app.views.demo import run_demo
+
+    raise SystemExit(run_demo(TensorMemoryView))

@@ -1,0 +1,105 @@
+"""Memory per tensor: stacked bands per device, origins marked, hover says why, click selects.
+
+The hand-built schedule (tests/data): gpu computes a [0, 1], b [1, 3] (reading a), c [3, 4]
+(reading b), recomputes a [4, 5]; a and c are copied to the cpu [5, 6], [6, 7] for d [7, 11].
+Sizes: a 1 MiB, b 2 MiB, c 1 MiB, d 1 MiB.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.views.tensors import ORIGINS, TensorMemoryView, resident_reason
+
+MiB = 2**20
+
+
+@pytest.fixture
+def view(document, show):
+    return show(TensorMemoryView(document), 900, 500)
+
+
+def bands_of(view, device):
+    graph = view._document.graph
+    b = view.bands(device)
+    return [
+        (float(x), float(x + w), graph.nodes[k].id, y / MiB, h / MiB, ORIGINS[o])
+        for x, w, k, y, h, o in zip(b.x0, b.width, b.node, b.y0, b.height, b.origin, strict=True)
+    ]
+
+
+def test_tensor_bands_stack_to_the_memory_curve(view, document):
+    assert bands_of(view, "gpu")[:5] == [
+        (0.0, 1.0, "a", 0.0, 1.0, "computed"),
+        (1.0, 3.0, "a", 0.0, 1.0, "computed"),
+        (1.0, 3.0, "b", 1.0, 2.0, "computed"),
+        (3.0, 4.0, "b", 0.0, 2.0, "computed"),
+        (3.0, 4.0, "c", 2.0, 1.0, "computed"),
+    ]
+    assert bands_of(view, "gpu")[5][2:] == ("a", 0.0, 1.0, "recomputed")
+    for device, curve in document.timeline.memory.items():
+        b = view.bands(device)
+        for start, used in zip(curve.times, curve.bytes, strict=True):
+            at = b.x0 == start
+            assert b.height[at].sum() == used  # the stack's outline is the memory curve
+
+
+def test_tensor_bands_mark_copies_and_are_one_item_per_device(view):
+    cpu = bands_of(view, "cpu")
+    assert {(n, o) for _, _, n, _, _, o in cpu} == {
+        ("a", "copied"),
+        ("c", "copied"),
+        ("d", "computed"),
+    }
+    for device in ("cpu", "gpu"):
+        assert len(view.layer(device).opts["x0"]) == len(view.bands(device).x0)
+
+
+def test_tensor_hover_says_why_a_tensor_is_resident(view, document):
+    assert "read by b, running now" in view.tooltip_at("gpu", 1.5, 0.5 * MiB)
+    assert "<b>c</b> on gpu: 1.0 MiB, computed" in view.tooltip_at("gpu", 4.5, 1.5 * MiB)
+    assert "copied to cpu for d at 6 ms" in view.tooltip_at("gpu", 4.5, 1.5 * MiB)
+    assert view.tooltip_at("gpu", 4.5, 2.5 * MiB) == ""  # above the stack
+    graph, timeline = document.graph, document.timeline
+    assert resident_reason(graph, timeline, "cpu", "d", 10.0) == (
+        "kept (a checkpoint), not read here again"
+    )
+
+
+def test_tensor_click_selects_and_outlines_everywhere(view, document):
+    assert view.select_at("cpu", 8.0, 1.5 * MiB) == "c"
+    assert document.selection == "c"
+    for device in ("cpu", "gpu"):
+        outlined = view.selected_layer(device).opts["x0"]
+        assert len(outlined) == int((view.bands(device).node == 2).sum()) > 0
+
+
+def test_tensor_step_cursor_lists_the_exact_resident_set(view, document):
+    document.set_cursor(4)  # d on the cpu, at 7 ms
+    text = view.cursor_text
+    assert text.startswith("step 4: d on cpu")
+    assert "gpu holds a, c (2.0 MiB)" in text and "cpu holds a, c, d (3.0 MiB)" in text
+    document.set_cursor(None)
+    assert view.cursor_text == ""
+    assert not np.isnan(view.plot("gpu").getViewBox().viewRange()[0][1])
+
+
+def test_tensor_view_redraws_a_hidden_tab_only_when_shown(view, document, handbuilt_result):
+    from dataclasses import replace
+
+    view.hide()
+    shifted = replace(
+        handbuilt_result,
+        timeline=replace(
+            handbuilt_result.timeline,
+            memory={
+                d: replace(c, times=c.times + 1.0)
+                for d, c in handbuilt_result.timeline.memory.items()
+            },
+        ),
+    )
+    document.set_result(shifted)
+    assert view.bands("gpu").x0[0] == 0.0  # not redrawn while hidden
+    view.show()
+    assert view.bands("gpu").x0[0] == 1.0
