@@ -41,7 +41,7 @@ from solver.bounds import lower_bound, no_remat_peak
 from solver.graph import Device, Graph
 from solver.units import format_size, parse_bandwidth
 
-__all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS", "landmarks_text"]
+__all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS", "below_bound_note", "landmarks_text"]
 
 SLIDER_STEPS = 1000
 LOWER_COLOUR = "#d62728"
@@ -75,6 +75,11 @@ class DeviceRow(QFrame):
         self.landmarks_label = QLabel()
         self.landmarks_label.setStyleSheet("color: palette(mid); font-size: 8pt;")
         self.landmarks_label.setWordWrap(True)  # never wider than the dock
+        self.note_label = QLabel()
+        """Why a budget below the lower bound is there (a teaching graph does it on purpose)."""
+        self.note_label.setWordWrap(True)
+        self.note_label.setStyleSheet("font-size: 8pt;")
+        self.note_label.hide()
         self._layout()
         self.name_edit.editingFinished.connect(self._on_name_edit_finished)
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
@@ -99,6 +104,7 @@ class DeviceRow(QFrame):
         grid.addWidget(self.slider, 1, 0)
         grid.addWidget(self.size_edit, 1, 1)
         grid.addWidget(self.landmarks_label, 2, 0, 1, 2)
+        grid.addWidget(self.note_label, 3, 0, 1, 2)
         grid.setColumnStretch(0, 1)
 
     # ----- document -> widgets ----------------------------------------------------------------
@@ -125,6 +131,9 @@ class DeviceRow(QFrame):
         self.landmarks_label.setVisible(peak > 0)
         self.landmarks_label.setText(landmarks_text(device.budget, device.fixed_memory, low, peak))
         self.percent_label.setText(_percent_text(device.budget, low, peak))
+        note = below_bound_note(graph, self.device_name) if peak > 0 else ""
+        self.note_label.setText(note)
+        self.note_label.setVisible(bool(note))
         self.size_edit.setToolTip(
             f"Device memory, in total: {device.memory:,} bytes"
             + (
@@ -174,6 +183,33 @@ class DeviceRow(QFrame):
 
     def _on_remove_button_clicked(self) -> None:
         self._document.edit(RemoveDeviceCommand, self.device_name)
+
+
+def below_bound_note(graph: Graph, device: str) -> str:
+    """Why a device below its lower bound is not an error when another device can help.
+
+    Below the lower bound the device alone cannot run every node (one node's inputs, output
+    and fixed needs do not fit); a heterogeneous schedule runs those nodes elsewhere. The
+    bundled teaching graph starts there on purpose, so the window says so instead of only
+    showing a red warning.
+    """
+    low = lower_bound(graph, device)
+    budget = graph.device(device).budget
+    if budget >= low:
+        return ""
+    helpers = [
+        d.name for d in graph.devices if d.name != device and d.budget >= lower_bound(graph, d.name)
+    ]
+    alone = (
+        f"{device} alone cannot run every node: some node needs {format_size(low)} of "
+        f"activations at once and it has {format_size(budget)}."
+    )
+    if helpers:
+        return (
+            f"{alone} That is allowed: XEngine runs those nodes on {', '.join(helpers)} and "
+            f"keeps the rest on {device}. Single-device methods on {device} are infeasible."
+        )
+    return f"{alone} No other device can run every node either; raise a budget to solve."
 
 
 def landmarks_text(budget: int, fixed: int, low: int, peak: int) -> str:

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from app.document import Document
 from app.icons import media_icon
 from app.theme import colors_for
+from app.views.binding import binding_constraints
 from app.views.plotting import result_matches
 from solver.explain import state_at
 from solver.units import format_ms, format_size
@@ -177,6 +178,7 @@ class StepperPanel(QWidget):
         layout.addWidget(self._text, 1)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._explanation_text = ""
+        self._binding_text = ""
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_result_changed(self) -> None:
@@ -264,13 +266,22 @@ class StepperPanel(QWidget):
         if op.freed:
             freed = ", ".join(f"{node} on {device}" for device, node in op.freed)
             detail += f" · frees afterwards: {freed}"
-        self._show(state.explanation, detail)
+        binds = binding_constraints(graph, result.schedule, result.timeline, index)
+        self._show(state.explanation, detail, binds or ["nothing binds: every device has room"])
 
-    def _show(self, explanation: str, detail: str) -> None:
+    @property
+    def binding_text(self) -> str:
+        """What binds at the current step (plain text; ``""`` before the first step)."""
+        return self._binding_text
+
+    def _show(self, explanation: str, detail: str, binds: list[str] | None = None) -> None:
         self._explanation_text = explanation
+        self._binding_text = "; ".join(binds or [])
         muted = colors_for(self).muted
         head, dash, reason = explanation.partition(" — ")
         text = f"<b>{html.escape(head)}</b>{dash}{html.escape(reason)}"
+        if binds:
+            text += "<br><b>Binds:</b> " + html.escape("; ".join(binds))
         if detail:
             text += f'<br><span style="color:{muted}">{html.escape(detail)}</span>'
         self._text.setText(text)

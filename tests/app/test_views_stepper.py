@@ -101,3 +101,19 @@ def test_stepper_icons_contrast_with_the_theme(qapp, panel, theme):
         panel.set_playing(False)
     finally:
         apply_theme(qapp, "light")
+
+
+def test_stepper_says_which_constraint_binds(panel, document):
+    document.set_cursor(1)  # b on the gpu: a (1 MiB) and b (2 MiB) fill its 3 MiB
+    assert panel.binding_text == (
+        "gpu is at its limit: 3.0 MiB of its 3.0 MiB activation budget (100%) while b runs"
+    )
+    document.set_cursor(3)  # a again on the gpu, after c
+    assert panel.binding_text.startswith("a is recomputed: ")
+    document.set_cursor(4)  # d on the cpu reads a and c, both on the gpu
+    assert panel.binding_text == (
+        "a is copied from gpu: d needs it on cpu, where it is not resident; "
+        "c is copied from gpu: d needs it on cpu, where it is not resident"
+    )
+    document.set_cursor(0)
+    assert panel.binding_text == "nothing binds: every device has room"

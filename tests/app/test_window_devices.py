@@ -79,3 +79,22 @@ def test_device_size_field_shows_iec_for_a_typed_si_size(make_window):
     assert window.document.budgets["gpu"] == 29_000_000
     assert row.size_edit.text() == "27.7 MiB"
     assert "29,000,000" in row.size_edit.toolTip()
+
+
+def test_teaching_graph_says_why_its_gpu_is_below_the_lower_bound(make_window):
+    from solver.bounds import lower_bound
+    from solver.units import format_size
+
+    window = make_window("chain")  # the default example: its gpu is below the bound on purpose
+    graph = window.document.graph
+    row = window.devices_panel.rows["gpu"]
+    assert "below lower bound" in row.percent_label.text()
+    assert row.note_label.isVisibleTo(row)
+    note = row.note_label.text()
+    assert note.startswith(
+        f"gpu alone cannot run every node: some node needs {format_size(lower_bound(graph, 'gpu'))}"
+    )
+    assert "XEngine runs those nodes on cpu" in note
+    assert not window.devices_panel.rows["cpu"].note_label.isVisibleTo(row)
+    window.document.edit(SetBudgetCommand, "gpu", 10 * graph.device("gpu").memory)
+    assert not row.note_label.isVisibleTo(row)
