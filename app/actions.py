@@ -191,6 +191,7 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
             window.addAction(action)
             step.addAction(action)
     help_menu = bar.addMenu("&Help")
+    help_menu.addAction("Show &Tour").triggered.connect(window.tour.start)
     help_menu.addAction("&About XEngine Studio").triggered.connect(window.show_about)
 
 

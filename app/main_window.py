@@ -36,6 +36,7 @@ from app.panels.inspector import InspectorPanel
 from app.panels.solver_panel import SolverPanel, status_text
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.solving import SolveController
+from app.tour import Tour
 from app.views.graph_view import GraphView
 from solver.errors import printable
 from solver.examples import DEFAULT_EXAMPLE
@@ -88,6 +89,7 @@ class MainWindow(QMainWindow):
         self._build_docks()
         self.result_label = QLabel()
         self.statusBar().addPermanentWidget(self.result_label)
+        self.tour = Tour(self)
         self.window_actions = build_actions(self)
         self._default_state = self.saveState()
         self._connect()
@@ -95,6 +97,8 @@ class MainWindow(QMainWindow):
         self._on_document_title_changed()
         self._on_document_settings_changed()
         self._on_document_result_changed()
+        if not self.settings.tour_seen():
+            QTimer.singleShot(0, self.tour.start)  # first launch: once the window is laid out
 
     # ----- building -----------------------------------------------------------------------------
     def _build_central(self) -> QTabWidget:

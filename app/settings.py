@@ -80,5 +80,12 @@ class AppSettings:
         self.qsettings.setValue("window/geometry", geometry)
         self.qsettings.setValue("window/state", state)
 
+    def tour_seen(self) -> bool:
+        """Whether the first-launch tour was finished or dismissed."""
+        return bool(self.qsettings.value("help/tour_seen", False, type=bool))
+
+    def set_tour_seen(self, seen: bool = True) -> None:
+        self.qsettings.setValue("help/tour_seen", seen)
+
     def clear(self) -> None:
         self.qsettings.clear()

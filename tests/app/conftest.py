@@ -163,6 +163,7 @@ def show(qtbot):
 def app_settings(qapp) -> AppSettings:
     settings = AppSettings()
     settings.clear()
+    settings.set_tour_seen(True)  # the tour's own tests start without this
     yield settings
     settings.clear()
 

@@ -1,0 +1,44 @@
+"""The first-launch tour: shown once, dismissible, remembered in QSettings, reachable again."""
+
+from __future__ import annotations
+
+from app.main_window import MainWindow
+from app.tour import TOUR
+
+
+def test_tour_shows_on_first_launch_and_is_remembered(qtbot, app_settings):
+    app_settings.set_tour_seen(False)
+    window = MainWindow(app_settings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.tour.isVisible)
+    assert window.tour.step == 0 and window.tour.card.target == "graph"
+    assert window.tour.target_widget() is window.docks["graph"]
+    window.tour.show_step(3)
+    assert window.tour.target_widget() is window.schedule_tabs
+    window.tour.dismiss()
+    assert not window.tour.isVisible() and app_settings.tour_seen()
+    window.document.undo_stack.setClean()
+    window.close()
+
+    again = MainWindow(app_settings)
+    qtbot.addWidget(again)
+    again.show()
+    qtbot.waitExposed(again)
+    assert not again.tour.isVisible()  # dismissed once, never again on its own
+    again.tour.start()  # Help > Show Tour
+    assert again.tour.isVisible() and again.tour.step == 0
+    for _ in range(len(TOUR)):
+        again.tour.next_button.click()
+    assert not again.tour.isVisible()
+    again.document.undo_stack.setClean()
+    again.close()
+
+
+def test_tour_is_in_the_help_menu(make_window):
+    window = make_window(None)
+    help_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
+    show = next(a for a in help_menu.actions() if a.text() == "Show &Tour")
+    show.trigger()
+    assert window.tour.isVisible()
+    window.tour.dismiss()
