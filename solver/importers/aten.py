@@ -25,7 +25,7 @@ from typing import Any
 
 from solver.graph import Edge, Graph, Node, make_graph
 from solver.importers.aten_capture import JointCapture, capture_joint
-from solver.importers.aten_groups import GroupPlan, is_view, plan_groups
+from solver.importers.aten_groups import GroupPlan, is_view, op_bytes, op_flops, plan_groups
 from solver.importers.costmodel import RooflineCostModel
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
 from solver.importers.torch_fx import load_factory
@@ -113,11 +113,17 @@ def graph_from_plan(
                 cost[device] = _round(measured[group.id])
             else:
                 cost[device] = _round(_roofline_ms(RooflineCostModel(spec), group, ops))
-        extra: dict[str, Any] = {"aten": list(group.aten), "aten_ops": len(group.ops)}
+        extra: dict[str, Any] = {
+            "aten": list(group.aten),
+            "aten_ops": len(group.ops),
+            "kept_bytes": int(group.kept),  # what other nodes read; memory adds the working set
+        }
         if group.shape:
             extra["shape"] = list(group.shape)
         if group.module:
             extra["module"] = group.module
+        if group.workspace_of:
+            extra = {"workspace_of": group.workspace_of}
         nodes.append(
             Node(
                 id=group.id,
@@ -133,6 +139,8 @@ def graph_from_plan(
         )
         sources = dict.fromkeys(plan.owner[v] for v in group.reads)
         edges += [Edge(source, group.id) for source in sources if source != group.id]
+        if group.workspace_of:
+            edges.append(Edge(group.id, group.workspace_of))
     fixed = 2 * sum(
         int(n.meta["val"].numel()) * n.meta["val"].dtype.itemsize
         for n in capture.gm.graph.nodes
@@ -179,8 +187,6 @@ def _param_placeholders(capture: JointCapture) -> set[str]:
 
 def _roofline_ms(model: RooflineCostModel, group, ops: Mapping[str, Any]) -> float:
     """Sum of per-op rooflines (each kernel pays its launch), in ms."""
-    from solver.importers.aten_groups import op_bytes, op_flops  # noqa: I001
-
     total = 0.0
     for name in group.ops:
         node = ops[name]
@@ -191,6 +197,8 @@ def _roofline_ms(model: RooflineCostModel, group, ops: Mapping[str, Any]) -> flo
 
 
 def _display_op(group) -> str:
+    if group.workspace_of:
+        return "workspace"
     heavy = [a for a in group.aten if a in _HEAVY_NAMES or "attention" in a]
     parts = heavy or list(group.aten[:1])
     label = "+".join(dict.fromkeys(parts)) or "aten"

@@ -49,6 +49,7 @@ __all__ = [
     "bases",
     "META_ONLY",
     "tensor_inputs",
+    "WORKSPACE",
 ]
 
 LEVELS = ("layer", "op")
@@ -56,6 +57,10 @@ _HEAVY = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "matmu
 #: Ops that read only the shape, dtype and device of their tensor argument (the gradient seed
 #: ``ones_like(loss)``, dropout's ``empty_like``): no edge, nothing saved.
 META_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like"})
+#: Suffix of a workspace node: the bytes a node needs only while it runs (intermediates freed
+#: inside it), as a zero-cost node read by that node alone, so the model frees them right
+#: after it instead of keeping them with its outputs.
+WORKSPACE = ".workspace"
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ class OpGroup:
     module: str = ""
     shape: tuple[int, ...] = ()
     aten: tuple[str, ...] = ()
+    workspace_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -378,23 +384,33 @@ def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
         kind = "loss" if gid == LOSS_ID else ("backward" if gid.endswith(".grad") else "forward")
         last = next((by_name[o] for o in reversed(outputs)), ops[-1])
         val = last.meta.get("val")
+        kept = sum(value_bytes(by_name[o]) for o in outputs)
+        names = [n.name for n in ops]
+        working = working_bytes(names, nodes_by_name, owner, base, gid, set(outputs), grads)
+        of = gid.removesuffix(".grad") if kind == "backward" else None
+        if working > kept and kind != "loss":
+            groups.append(
+                OpGroup(
+                    id=f"{gid}{WORKSPACE}",
+                    kind=kind,
+                    ops=(),
+                    memory=working - kept,
+                    of=of,
+                    workspace_of=gid,
+                )
+            )
         groups.append(
             OpGroup(
                 id=gid,
                 kind=kind,
-                ops=tuple(n.name for n in ops),
+                ops=tuple(names),
                 outputs=tuple(outputs),
                 reads=tuple(reads[gid]),
-                memory=max(
-                    sum(value_bytes(by_name[o]) for o in outputs),
-                    working_bytes(
-                        [n.name for n in ops], nodes_by_name, owner, base, gid, set(outputs)
-                    ),
-                ),
-                kept=sum(value_bytes(by_name[o]) for o in outputs),
+                memory=kept if kind != "loss" else max(kept, working),
+                kept=kept,
                 flops=sum(op_flops(n) for n in ops if _phase(n) != "loss" or kind == "loss"),
                 bytes_accessed=float(sum(op_bytes(n) for n in ops)),
-                of=gid.removesuffix(".grad") if kind == "backward" else None,
+                of=of,
                 module=_module(ops[0]) if kind == "forward" else "",
                 shape=tuple(val.shape) if hasattr(val, "shape") else (),
                 aten=tuple(dict.fromkeys(_op_name(n) for n in ops if not is_inplace(n))),
@@ -418,18 +434,22 @@ def last_uses(ops: tuple[str, ...], nodes: Mapping[str, Any], owner: Mapping[str
     return last
 
 
-def working_bytes(ops, nodes, owner, base, gid: str, keep: set[str]) -> int:
+def working_bytes(ops, nodes, owner, base, gid: str, keep: set[str], fixed: set[str]) -> int:
     """Peak bytes of the storages a group allocates while it runs: an allocation lives until
-    the last read of it or of any alias, longer if it is kept (``keep``)."""
+    the last read of it or of any alias, longer if it is kept (``keep``); the parameter
+    gradients (``fixed``) are fixed memory and not counted."""
     last = last_uses(tuple(ops), nodes, owner, gid)
     end: dict[str, int] = {}
+    for name, j in last.items():  # a view keeps its base's storage alive
+        root = base.get(name, name)
+        end[root] = max(end.get(root, j), j)
     for j, name in enumerate(ops):
         root = base[name]
-        end[root] = max(end.get(root, j), last.get(name, j), j)
+        end[root] = max(end.get(root, j), j)
     live: dict[str, int] = {}
     peak = 0
     for j, name in enumerate(ops):
-        if base[name] == name:
+        if base[name] == name and name not in fixed:
             live[name] = value_bytes(nodes[name])
         peak = max(peak, sum(live.values()))
         for root in [r for r in live if end.get(r, j) <= j and r not in keep]:

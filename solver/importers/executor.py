@@ -214,10 +214,14 @@ class _Runtime:
             self.inputs[str(device)] = {
                 name: v.to(device) for name, v in zip(placeholders, values, strict=True)
             }
+        self.fixed = {  # parameters, buffers and the input (and their views): fixed memory
+            t.untyped_storage().data_ptr() for held in self.inputs.values() for t in held.values()
+        }
         self.store: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in self.mapping}
         self.finals: dict[str, Any] = {}
         self.rng: dict[str, Any] = {}
         self.peak: dict[str, int] = dict.fromkeys(self.mapping, 0)
+        self.copies: dict[str, Any] = {}
         self.copy_ms = 0.0
         self.last_use = {g.id: last_uses(g.ops, self.nodes, plan.owner, g.id) for g in plan.groups}
 
@@ -226,6 +230,7 @@ class _Runtime:
         """Run node ``gid`` on schedule device ``device``; return its milliseconds."""
         group = self.groups[gid]
         env: dict[str, Any] = {}
+        self.copies: dict[str, Any] = {}
         last = self.last_use[gid]
         outputs = set(group.outputs)
         with self._rng_of(gid):
@@ -248,6 +253,7 @@ class _Runtime:
                     if dead not in self.plan.grads:
                         del env[dead]
         self.store[device][gid] = {name: env[name] for name in group.outputs}
+        self.copies = {}
         for name in self.plan.grads:
             if name in env:
                 self.finals[name] = env[name]
@@ -257,8 +263,10 @@ class _Runtime:
     def _like(self, node, device: str):
         """``empty_like`` / ``zeros_like`` / ``ones_like`` / ``full_like`` from the captured
         shape and dtype: they read no data, so their input need not be resident."""
-        val = node.meta["val"]
-        out = self.torch.empty(val.shape, dtype=val.dtype, device=self.mapping[device])
+        val = node.meta["val"]  # strides too: a random fill follows memory order
+        out = self.torch.empty_strided(
+            val.shape, val.stride(), dtype=val.dtype, device=self.mapping[device]
+        )
         op = str(node.target)
         if "ones_like" in op:
             out.fill_(1)
@@ -297,6 +305,7 @@ class _Runtime:
             start = self._clock(device)
             value = value.to(self.mapping[device], copy=True)
             self.copy_ms += self._clock(device) - start
+            self.copies[name] = value  # occupies the device until the operation ends
         env[name] = value
         return value
 
@@ -315,7 +324,9 @@ class _Runtime:
     def _measure(self, device: str, env: Mapping[str, Any]) -> None:
         tensors = [t for held in self.store[device].values() for t in held.values()]
         tensors += [v for k, v in env.items() if k not in self.plan.grads]
-        self.peak[device] = max(self.peak[device], _storage_bytes(self.torch, tensors))
+        tensors += list(self.copies.values())
+        used = _storage_bytes(self.torch, tensors, self.fixed)
+        self.peak[device] = max(self.peak[device], used)
 
     def _clock(self, device: str) -> float:
         target = self.mapping[device]
@@ -370,13 +381,15 @@ class _Runtime:
         return {name: value(g).to("cpu") for name, g in zip(names, grads, strict=True)}
 
 
-def _storage_bytes(torch, tensors) -> int:
+def _storage_bytes(torch, tensors, fixed: set[int]) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (views count once), except ``fixed``."""
     seen: dict[tuple[str, int], int] = {}
     for t in tensors:
         for tensor in t if isinstance(t, list | tuple) else (t,):
             if isinstance(tensor, torch.Tensor):
                 storage = tensor.untyped_storage()
-                seen[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
+                if storage.data_ptr() not in fixed:
+                    seen[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
     return sum(seen.values())
 
 

@@ -30,7 +30,7 @@ from solver.importers.aten_groups import GroupPlan
 from solver.schedule import Schedule
 from solver.simulate import check_schedule, effective_graph
 
-__all__ = ["forward_ops", "recomputed_nodes", "policy_source", "write_policy"]
+__all__ = ["forward_ops", "random_positions", "recomputed_nodes", "policy_source", "write_policy"]
 
 #: Ops autograd itself adds while tracing (a saved output is detached); SAC never sees them in
 #: some runs and sees them in others, so the policy skips them without counting.
@@ -72,7 +72,7 @@ def policy_source(plan: GroupPlan, graph: Graph, schedule: Schedule, *, label: s
         )
     recompute = recomputed_nodes(graph, schedule)
     ops = forward_ops(plan)
-    random = _random_positions(plan)
+    random = random_positions(plan)
     indices = [i for i, (_, owner) in enumerate(ops) if owner in recompute and i not in random]
     return _TEMPLATE % {
         "label": label or plan.capture.name,
@@ -84,7 +84,7 @@ def policy_source(plan: GroupPlan, graph: Graph, schedule: Schedule, *, label: s
     }
 
 
-def _random_positions(plan: GroupPlan) -> set[int]:
+def random_positions(plan: GroupPlan) -> set[int]:
     """Positions of random ops and of the ops making or scaling their tensors (dropout's
     ``empty_like``, ``bernoulli_``, ``div_``): always saved. Checkpointing replays the generator
     from the start of the region, so recomputing one random op after saving an earlier one

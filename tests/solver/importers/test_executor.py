@@ -1,0 +1,153 @@
+"""The schedule executor: real training steps by a schedule, checked against torch and the
+simulator (gradients, per-device peaks, budgets), and its command line."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from solver.bounds import no_remat_peak  # noqa: E402
+from solver.formats import load_graph, save_graph, save_schedule  # noqa: E402
+from solver.importers import executor  # noqa: E402
+from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
+from solver.importers.aten_groups import plan_groups  # noqa: E402
+from solver.importers.execute_cli import execute_command  # noqa: E402
+from solver.importers.executor import execute_schedule  # noqa: E402
+from solver.importers.hardware import make_platform  # noqa: E402
+from solver.importers.zoo_composite import COMPOSITE, aten_graph  # noqa: E402
+from solver.methods import solve  # noqa: E402
+from solver.solve import SolveOptions  # noqa: E402
+
+#: The bundled networks at a small batch and sequence (same nodes, smaller tensors).
+SMALL = {"encoder": (2, 32, 64), "attention": (2, 32, 256)}
+SPEC = {name: f"solver.importers.zoo_composite:{COMPOSITE[name][0].__name__}" for name in SMALL}
+
+
+@functools.cache
+def setup(name: str):
+    plan = plan_groups(capture_model(COMPOSITE[name][0], SMALL[name], name=name), "layer")
+    return plan, graph_from_plan(plan, make_platform())
+
+
+@functools.cache
+def scheduled(name: str, method: str, gpu: float = 0.6):
+    plan, graph = setup(name)
+    fixed = graph.device("gpu").fixed_memory
+    graph = graph.with_budgets({"gpu": fixed + int(gpu * no_remat_peak(graph))})
+    result = solve(graph, method, SolveOptions(time_limit_s=20))
+    assert result.schedule is not None, result.status
+    return plan, graph, result
+
+
+@pytest.mark.parametrize("method", ["greedy", "chen-greedy:gpu"])
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_execute_bundled_network_at_gpu_60_percent(name, method):
+    plan, graph, result = scheduled(name, method)
+    # the budget forces rematerialization, or moving work to the other device
+    assert result.timeline.recomputations > 0 or result.timeline.transfers
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match, report.max_abs_error
+    assert report.predicted_peak == result.timeline.peaks
+    for device, peak in report.measured_peak.items():
+        assert peak <= report.budgets[device]
+        assert peak <= report.predicted_peak[device]
+    # the device the budget limits: what the executor holds at its peak is what the simulator
+    # predicts (node memory covers outputs; workspace nodes the intermediates)
+    assert report.measured_peak["gpu"] >= 0.85 * report.predicted_peak["gpu"]
+    assert len(report.op_ms) == len(result.schedule.operations)
+    if method == "greedy":  # heterogeneous: both devices work, tensors move between them
+        assert result.timeline.transfers and report.copy_ms > 0
+        assert report.measured_peak["cpu"] > 0
+
+
+def test_execute_single_device_peak_equals_the_simulator():
+    """With every node on one device and no copies, the bytes the executor holds at its peak
+    are exactly the simulator's: node memory covers each node's intermediates."""
+    plan, graph, result = scheduled("attention", "chen-greedy:gpu")
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert report.measured_peak == {"cpu": 0, "gpu": report.predicted_peak["gpu"]}
+
+
+def test_execute_without_replaying_dropout_gradients_differ(monkeypatch):
+    """The gradient check can fail: recomputing dropout with a fresh mask is caught."""
+    plan, graph, result = scheduled("encoder", "chen-greedy:gpu")
+    monkeypatch.setattr(executor._Runtime, "_rng_of", lambda self, gid: contextlib.nullcontext())
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert not report.gradients_match
+    assert report.max_abs_error > 1e-4
+
+
+def write_inputs(tmp_path, name: str, method: str = "greedy"):
+    plan, graph, result = scheduled(name, method)
+    schedule = tmp_path / f"{name}.schedule.json"
+    save_schedule(result.schedule, schedule)
+    graph_file = tmp_path / f"{name}.graph.json"
+    save_graph(graph, graph_file)
+    shape = "x".join(map(str, SMALL[name]))
+    return [SPEC[name], "--input", shape, "--schedule", str(schedule)], graph_file
+
+
+def test_execute_command_prints_measured_and_predicted_json(tmp_path, capsys):
+    argv, graph_file = write_inputs(tmp_path, "encoder")
+    code = execute_command([*argv, "--graph", str(graph_file), "--device-map", "gpu=cpu", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["gradients_match"] is True
+    assert set(doc["measured"]) >= {"total_ms", "peak_bytes"}
+    assert (
+        set(doc["measured"]["peak_bytes"]) == set(doc["predicted"]["peak_bytes"]) == {"cpu", "gpu"}
+    )
+    expected_ms = scheduled("encoder", "greedy")[2].timeline.total_ms
+    assert doc["predicted"]["total_ms"] == pytest.approx(expected_ms, abs=1e-3)
+    assert doc["device_map"] == {"cpu": "cpu", "gpu": "cpu"}
+
+
+def test_execute_command_refuses_a_schedule_for_another_graph(tmp_path, capsys):
+    argv, _ = write_inputs(tmp_path, "encoder")
+    assert execute_command([*argv, "--level", "op", "--device-map", "gpu=cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert "unknown node 'embed': the schedule is not for the graph imported from" in err
+
+
+def test_execute_command_refuses_a_graph_file_of_another_shape(tmp_path, capsys):
+    argv, _ = write_inputs(tmp_path, "encoder")
+    other = tmp_path / "other.graph.json"
+    plan = plan_groups(capture_model(COMPOSITE["encoder"][0], (4, 32, 64)), "layer")
+    save_graph(graph_from_plan(plan, make_platform()), other)
+    assert execute_command([*argv, "--graph", str(other), "--device-map", "gpu=cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "is not the import of solver.importers.zoo_composite:EncoderNet at 2x32x64" in err
+    assert "first difference at node 'embed'" in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_execute_command_without_cuda_says_how_to_map(tmp_path, capsys):
+    argv, _ = write_inputs(tmp_path, "encoder")
+    assert execute_command(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "error: device 'gpu' maps to cuda:0, but torch sees no CUDA GPU here; map it to the "
+        "CPU with --device-map gpu=cpu\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["encoder", "attention"])
+def test_bundled_aten_graph_is_what_the_generator_writes(name):
+    from solver.examples import bundled_graphs
+
+    bundled = load_graph(bundled_graphs()[f"{name}-aten"])
+    fresh = aten_graph(name)
+    assert [(n.id, n.memory, dict(n.cost)) for n in bundled.nodes] == [
+        (n.id, n.memory, dict(n.cost)) for n in fresh.nodes
+    ]
+    assert bundled.edge_pairs == fresh.edge_pairs
+    assert bundled.n <= 80
+    assert (
+        bundled.device("gpu").memory == no_remat_peak(bundled) + bundled.device("gpu").fixed_memory
+    )

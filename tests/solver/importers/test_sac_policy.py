@@ -1,0 +1,101 @@
+"""The exported selective-checkpointing policy recomputes exactly what the schedule does."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import importlib.util
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_executor import scheduled  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch.utils.checkpoint import (  # noqa: E402
+    checkpoint,
+    create_selective_checkpoint_contexts,
+    set_checkpoint_early_stop,
+)
+
+from solver.errors import XEngineError  # noqa: E402
+from solver.importers.aten_capture import loss_of  # noqa: E402
+from solver.importers.sac_policy import (  # noqa: E402
+    forward_ops,
+    policy_source,
+    random_positions,
+    recomputed_nodes,
+    write_policy,
+)
+from solver.importers.zoo_composite import COMPOSITE  # noqa: E402
+
+SHAPES = {"encoder": (2, 32, 64), "attention": (2, 32, 256)}
+
+
+class CountOps(TorchDispatchMode):
+    """Counts the ATen ops that really run (SAC answers saved ones from its cache)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func) != "aten.detach.default":  # autograd's own bookkeeping
+            self.counts[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("exported_policy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["encoder", "attention"])
+def test_sac_policy_recomputes_exactly_the_schedules_nodes(name, tmp_path):
+    plan, graph, result = scheduled(name, "chen-greedy:gpu")
+    recompute = recomputed_nodes(graph, result.schedule)
+    assert recompute  # the plan rematerializes
+    write_policy(tmp_path / "policy.py", plan, graph, result.schedule)
+    policy = load(tmp_path / "policy.py")
+    # what the policy recomputes: every op of the recomputed nodes (by position in the
+    # forward) except dropout's mask, which SAC must save
+    planned = {i for i, (_, owner) in enumerate(forward_ops(plan)) if owner in recompute}
+    masks = random_positions(plan)
+    assert masks and policy.RECOMPUTE == planned - masks
+
+    torch.manual_seed(0)
+    plain = COMPOSITE[name][0]().train()
+    checkpointed = copy.deepcopy(plain)
+    x = torch.randn(SHAPES[name])
+    torch.manual_seed(1)
+    loss = loss_of(plain(x))
+    with CountOps() as baseline:
+        loss.backward()
+    torch.manual_seed(1)
+    # without early stopping, checkpointing reruns every recomputable op, not only those up to
+    # the last tensor the backward needs: the count is then exactly the policy's
+    with set_checkpoint_early_stop(False):
+        out = checkpoint(
+            checkpointed,
+            x,
+            use_reentrant=False,
+            context_fn=lambda: create_selective_checkpoint_contexts(
+                policy.make_policy(), allow_cache_entry_mutation=True
+            ),
+        )
+    loss = loss_of(out)
+    with CountOps() as with_policy:
+        loss.backward()
+    rerun = with_policy.counts - baseline.counts
+    assert rerun == collections.Counter(policy.OPS[i] for i in policy.RECOMPUTE)
+    assert baseline.counts - with_policy.counts == collections.Counter()
+    for a, b in zip(plain.parameters(), checkpointed.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_sac_policy_refuses_a_two_device_schedule():
+    plan, graph, result = scheduled("encoder", "greedy")
+    with pytest.raises(XEngineError, match="the schedule runs on 2 devices"):
+        policy_source(plan, graph, result.schedule)
