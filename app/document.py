@@ -64,6 +64,8 @@ class Document(QObject):
     """True when there are edits since the last save or open (the undo stack is not clean)."""
     edit_refused = Signal(str)
     """An edit was refused (e.g. it would make a cycle); carries the core's one-line message."""
+    hover_changed = Signal()
+    """The node under the mouse changed (in any view); views highlight it lightly."""
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -73,6 +75,7 @@ class Document(QObject):
         self._selection: str | None = None
         self._cursor: int | None = None
         self._edge: tuple[str, str] | None = None
+        self._hovered: str | None = None
         self._token = next(_tokens)
         self._settings = SolverSettings()
         self._file_path: str | None = None
@@ -191,6 +194,17 @@ class Document(QObject):
         if node_id is not None:
             self.set_selected_edge(None)
         self.selection_changed.emit()
+
+    @property
+    def hovered(self) -> str | None:
+        """The node under the mouse in some view (a transient highlight, not a selection)."""
+        return self._hovered
+
+    def set_hovered(self, node_id: str | None) -> None:
+        if node_id == self._hovered:
+            return
+        self._hovered = node_id
+        self.hover_changed.emit()
 
     @property
     def selected_edge(self) -> tuple[str, str] | None:

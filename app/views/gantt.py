@@ -114,6 +114,7 @@ class GanttView(QWidget):
         document.result_changed.connect(self._on_document_result_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
         document.cursor_changed.connect(self._on_document_cursor_changed)
+        document.hover_changed.connect(self._redraw_hover)
         self._redraw()
         self.reset_view()
 
@@ -316,7 +317,7 @@ class GanttView(QWidget):
         layout.addWidget(self._overview)
         self._layers: dict[str, pg.BarGraphItem] = {}
         names = [*NODE_KINDS, *(f"recompute:{k}" for k in NODE_KINDS)]
-        names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "selection", "cursor"]
+        names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "hover", "selection", "cursor"]
         for name in names:
             item = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
             self._layers[name] = item
@@ -369,6 +370,9 @@ class GanttView(QWidget):
             brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5)
         )
         self._layers["cursor"].setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.cursor, 3))
+        self._layers["hover"].setOpts(
+            brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 1.5, dashed=True)
+        )
         self._cursor_line.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
         flow = QColor(colors.transfer).darker(125)
         self._flow_lines.setPen(colors.pen(flow, 1.2))
@@ -459,9 +463,13 @@ class GanttView(QWidget):
     def _on_scene_hovered(self, pos: QPointF) -> None:
         vb = self._plot.getViewBox()
         if not vb.sceneBoundingRect().contains(pos):
+            self._document.set_hovered(None)
             return
         point = vb.mapSceneToView(pos)
-        text = self.tooltip_at(point.x(), point.y(), _HIT_PIXELS * vb.viewPixelSize()[0])
+        tolerance = _HIT_PIXELS * vb.viewPixelSize()[0]
+        bar = self.bar_at(point.x(), point.y(), tolerance)
+        self._document.set_hovered(bar.node if bar is not None else None)
+        text = self.tooltip_at(point.x(), point.y(), tolerance)
         if text:
             QToolTip.showText(QCursor.pos(), text, self._widget)
         else:
@@ -519,6 +527,7 @@ class GanttView(QWidget):
         )
         self._header.setToolTip(self._header.text())
         self._redraw_selection()
+        self._redraw_hover()
         self._redraw_cursor()
         self._label_timer.start()
 
@@ -578,6 +587,16 @@ class GanttView(QWidget):
                 f"{lane} busy {format_ms(busy)} ({busy / span:.0%}), idle {format_ms(span - busy)}"
             )
         return " \u00b7 ".join(parts)
+
+    def _redraw_hover(self) -> None:
+        hovered = self._document.hovered
+        spans = [
+            (bar.start, bar.end, bar.lane)
+            for _, _, row in self._bars
+            for bar in row
+            if hovered is not None and bar.node == hovered
+        ]
+        self._set_bars("hover", spans)
 
     def _redraw_selection(self) -> None:
         selected = self._document.selection

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QApplication, QGraphicsLineItem, QGraphicsView
 
@@ -27,6 +27,9 @@ MAX_FIT_SCALE = 1.5
 
 class GraphCanvas(QGraphicsView):
     """The zoomable scene; turns mouse gestures into calls on its :class:`GraphView`."""
+
+    moved = Signal()
+    """The visible area changed (scroll, zoom, fit, resize): the minimap follows."""
 
     def __init__(self, view: GraphView):
         super().__init__(view)
@@ -52,6 +55,11 @@ class GraphCanvas(QGraphicsView):
         if 0.03 <= scale <= 4.0:
             self.auto_fit = False
             self.scale(factor, factor)
+            self.moved.emit()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt override
+        super().scrollContentsBy(dx, dy)
+        self.moved.emit()
 
     def fit(self) -> None:
         """Show the whole graph (not larger than 150 %) and keep fitting on resize."""
@@ -64,11 +72,13 @@ class GraphCanvas(QGraphicsView):
             self.scale(MAX_FIT_SCALE, MAX_FIT_SCALE)
             self.centerOn(bounds.center())
         self.auto_fit = True
+        self.moved.emit()
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         if self.auto_fit:
             self.fit()
+        self.moved.emit()
 
     # ----- mouse --------------------------------------------------------------------------------
     def _node_at(self, pos) -> NodeItem | None:

@@ -76,6 +76,8 @@ class NodeItem(QGraphicsItem):
         self._colors = colors
         self._selected = False
         self._hovered = False
+        self.on_hover = None
+        """Called with the node id on hover enter and ``None`` on leave (set by the view)."""
         self._drop_target = False
         self._residency: Mapping[str, str] | None = None
         self._devices: tuple[str, ...] = ()
@@ -136,13 +138,25 @@ class NodeItem(QGraphicsItem):
         path.addRoundedRect(self.box.adjusted(0, 0, 0, self._chips_height()), 6, 6)
         return path
 
+    def set_hovered(self, hovered: bool) -> None:
+        """Highlight lightly (the node is under the mouse here or in another view)."""
+        if hovered != self._hovered:
+            self._hovered = hovered
+            self.update()
+
+    @property
+    def is_hovered(self) -> bool:
+        return self._hovered
+
     def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self._hovered = True
-        self.update()
+        self.set_hovered(True)
+        if self.on_hover is not None:
+            self.on_hover(self.node_id)
 
     def hoverLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self._hovered = False
-        self.update()
+        self.set_hovered(False)
+        if self.on_hover is not None:
+            self.on_hover(None)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         colors = self._colors

@@ -21,6 +21,7 @@ from PySide6.QtGui import QAction, QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QGraphicsScene,
     QLabel,
+    QLineEdit,
     QMenu,
     QSizePolicy,
     QToolBar,
@@ -42,6 +43,7 @@ from app.views.graph_items import (
     status_colour,
 )
 from app.views.graph_layout import layout_graph
+from app.views.graph_minimap import Minimap
 from solver.edits import next_node_id
 from solver.graph import Graph
 
@@ -113,8 +115,20 @@ class GraphView(QWidget):
         self.fold_action = QAction("Fold backward", self, checkable=True, checked=True)
         self.fold_action.setToolTip("Draw each backward node under its forward node")
         self.fold_action.toggled.connect(self._on_fold_action_toggled)
+        self.vertical_action = QAction("Top to bottom", self, checkable=True, checked=False)
+        self.vertical_action.setToolTip(
+            "Draw the layers from top to bottom instead of left to right"
+        )
+        self.vertical_action.toggled.connect(self._on_fold_action_toggled)
+        self.search = QLineEdit(placeholderText="Find node\u2026", clearButtonEnabled=True)
+        self.search.setMaximumWidth(170)
+        self.search.setToolTip("Select the first node whose name contains the text (Enter: next)")
+        self.search.textEdited.connect(self.find)
+        self.search.returnPressed.connect(self.find_next)
         self.toolbar.addAction(self.fit_action)
         self.toolbar.addAction(self.fold_action)
+        self.toolbar.addAction(self.vertical_action)
+        self.toolbar.addWidget(self.search)
         self.legend = QLabel()
         self.legend.setContentsMargins(8, 0, 8, 0)
         spacer = QWidget()
@@ -126,12 +140,44 @@ class GraphView(QWidget):
         layout.setSpacing(0)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.canvas)
+        self.minimap = Minimap(self.canvas)
+        self.canvas.moved.connect(self.minimap.refresh)
+        self._matches: list[str] = []
         document.graph_changed.connect(self._on_document_graph_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
         document.edge_selection_changed.connect(self._on_document_selection_changed)
         document.result_changed.connect(self._on_document_step_changed)
         document.cursor_changed.connect(self._on_document_step_changed)
+        document.hover_changed.connect(self._on_document_hover_changed)
         self._on_document_graph_changed()
+
+    def find(self, text: str) -> list[str]:
+        """Node ids containing ``text`` (case-insensitive); selects and shows the first."""
+        graph = self._document.graph
+        needle = text.strip().lower()
+        self._matches = (
+            [n.id for n in graph.nodes if needle in n.id.lower()] if graph and needle else []
+        )
+        if self._matches:
+            self._show_node(self._matches[0])
+        return list(self._matches)
+
+    def find_next(self) -> str | None:
+        """The next match of the search (Enter), wrapping around."""
+        if not self._matches:
+            return None
+        selected = self._document.selection
+        k = self._matches.index(selected) + 1 if selected in self._matches else 0
+        node = self._matches[k % len(self._matches)]
+        self._show_node(node)
+        return node
+
+    def _show_node(self, node_id: str) -> None:
+        self._document.set_selection(node_id)
+        item = self.nodes.get(node_id)
+        if item is not None:
+            self.canvas.auto_fit = False
+            self.canvas.centerOn(item)
 
     def add_edit_actions(self, actions: list[QAction]) -> None:
         """Put the window's edit actions (add node, delete...) in the view's toolbar."""
@@ -218,6 +264,11 @@ class GraphView(QWidget):
             pinned = self._pinned.get(node.id)
             if pinned is not None:
                 item.setPos(pinned)
+            elif self.vertical_action.isChecked():  # layers run down, rows across
+                item.setPos(
+                    placement.row[node.id] * COLUMN_SPACING,
+                    placement.column[node.id] * (MAX_HEIGHT + 60),
+                )
             else:
                 item.setPos(
                     placement.column[node.id] * COLUMN_SPACING,
@@ -226,6 +277,7 @@ class GraphView(QWidget):
             if self._residency is not None:
                 item.set_residency(devices, self._residency.get(node.id, {}))
             item.setToolTip(item.describe(graph))
+            item.on_hover = self._document.set_hovered
             self.scene.addItem(item)
             self.nodes[node.id] = item
         for edge in graph.edges:
@@ -241,6 +293,11 @@ class GraphView(QWidget):
             item.set_selected(node_id == selected)
         for key, item in self.edges.items():
             item.set_emphasis(2 if key == edge else 1 if selected in key else 0)
+
+    def _on_document_hover_changed(self) -> None:
+        hovered = self._document.hovered
+        for node_id, item in self.nodes.items():
+            item.set_hovered(node_id == hovered)
 
     def _on_document_step_changed(self) -> None:
         graph = self._document.graph

@@ -100,3 +100,51 @@ def test_graph_canvas_click_selects_and_drag_connects(qtbot, qapp):
     QTest.mouseRelease(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at("n2"))
     assert [(e.source, e.target) for e in document.graph.edges] == [("n1", "n2")]
     assert document.undo_stack.undoText() == "Connect n1 \u2192 n2"
+
+
+def test_graph_view_search_selects_and_centres_the_node(view, chain_document):
+    view.resize(400, 300)
+    assert view.find("GRAD") == [n.id for n in chain_document.graph.nodes if ".grad" in n.id]
+    first = view.find("relu")
+    assert first == [n.id for n in chain_document.graph.nodes if "relu" in n.id]
+    assert chain_document.selection == first[0]
+    assert view.find_next() == first[1]
+    visible = view.canvas.mapToScene(view.canvas.viewport().rect()).boundingRect()
+    assert visible.contains(view.node_position(first[1]))  # scrolled to it
+
+
+def test_graph_view_top_to_bottom_puts_layers_in_rows(view, chain_document):
+    graph = chain_document.graph
+    view.vertical_action.setChecked(True)
+    for edge in graph.edges:
+        a, b = view.node_position(edge.source), view.node_position(edge.target)
+        if graph.node(edge.source).kind == "forward" and graph.node(edge.target).kind == "forward":
+            assert b.y() > a.y()  # forward layers run downwards
+    view.vertical_action.setChecked(False)
+    a, b = view.node_position("fc1"), view.node_position("relu1")
+    assert b.x() > a.x()
+
+
+def test_graph_hover_and_gantt_hover_highlight_each_other(qtbot, chain_document, show):
+    from app.views.gantt import GanttView
+
+    graph_view = show(GraphView(chain_document), 600, 300)
+    gantt = show(GanttView(chain_document), 600, 300)
+    graph_view.nodes["fc2"].hoverEnterEvent(None)  # the mouse enters fc2 in the graph
+    assert chain_document.hovered == "fc2"
+    hovered = gantt.layer("hover").opts
+    op = next(o for o in chain_document.timeline.ops if o.node == "fc2")
+    assert list(hovered["x0"]) == [op.start]
+    graph_view.nodes["fc2"].hoverLeaveEvent(None)
+    assert chain_document.hovered is None and len(gantt.layer("hover").opts["x0"]) == 0
+    chain_document.set_hovered("relu1")  # as the Gantt does when the mouse is over a bar
+    assert graph_view.nodes["relu1"].is_hovered and not graph_view.nodes["fc2"].is_hovered
+
+
+def test_graph_minimap_shows_only_when_zoomed_in(qtbot, chain_document, show):
+    view = show(GraphView(chain_document), 500, 300)
+    view.canvas.fit()
+    assert not view.minimap.isVisible()
+    view.canvas.zoom(4.0)
+    assert view.minimap.isVisible()
+    assert view.minimap.visible_area().width() < view.scene.itemsBoundingRect().width()
