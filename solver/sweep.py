@@ -100,8 +100,13 @@ def budget_steps(start: float, stop: float, steps: int) -> list[float]:
 
 
 def default_jobs(options: SolveOptions) -> int:
-    """Worker processes for a sweep: the cores divided by the threads each solve uses."""
-    return max(1, (os.cpu_count() or 1) // max(1, options.threads or 1))
+    """Worker processes for a sweep: the cores divided by the cores each solve keeps busy.
+
+    A solve keeps its backend's threads busy, and as many again while a neighbourhood search
+    runs beside the full model (``SolveOptions.improve``, where the solver has it).
+    """
+    per_solve = max(1, options.threads or 1) * (2 if getattr(options, "improve", False) else 1)
+    return max(1, (os.cpu_count() or 1) // per_solve)
 
 
 def sweep_tasks(

@@ -138,6 +138,8 @@ def _export(store: ResultStore, args: argparse.Namespace) -> int:
 def _prune(store: ResultStore, args: argparse.Namespace) -> int:
     if args.older_than is None and args.method is None and not args.all:
         raise XEngineError("results prune: say what to delete: --older-than DAYS, --method, --all")
+    if args.older_than is not None and not args.older_than >= 0:
+        raise XEngineError(f"results prune --older-than {args.older_than:g}: give days >= 0")
     older = args.older_than * 86400.0 if args.older_than is not None else None
     count = store.prune(older, args.method, everything=args.all)
     print(f"deleted {count} stored solves from {store.path}")

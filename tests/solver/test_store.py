@@ -261,6 +261,10 @@ def test_results_commands_list_show_export_prune(tmp_path, capsys):
     assert (tmp_path / "all.csv").read_text().startswith("id,created,graph_name")
     assert main([*store, "prune"]) == 2
     assert "say what to delete" in capsys.readouterr().err
+    assert main([*store, "prune", "--older-than", "-1"]) == 2
+    assert "--older-than -1: give days >= 0" in capsys.readouterr().err
+    assert main([*store, "prune", "--older-than", "1"]) == 0  # the row is minutes old: kept
+    assert "deleted 0 stored solves" in capsys.readouterr().out
     assert main([*store, "prune", "--method", "xengine"]) == 0
     assert "deleted 1 stored solves" in capsys.readouterr().out
 
