@@ -13,10 +13,11 @@ Listens to ``graph_changed`` (re-layout), ``selection_changed``/``edge_selection
 
 from __future__ import annotations
 
+import html
 import logging
 import math
 
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QEvent, QPointF, QSignalBlocker, Qt
 from PySide6.QtGui import QAction, QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QGraphicsScene,
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
 from app.commands import AddNodeCommand, ConnectCommand, DeleteCommand
 from app.document import Document
 from app.theme import colors_for
+from app.views.graph_blocks import block_of, collapse
 from app.views.graph_canvas import GraphCanvas
 from app.views.graph_items import (
     MAX_HEIGHT,
@@ -51,6 +53,8 @@ __all__ = ["GraphView", "step_residency"]
 
 logger = logging.getLogger(__name__)
 
+COLLAPSE_FROM = 100
+"""Graphs with more nodes than this open with their blocks collapsed (ResNet-50: 145 -> 73)."""
 COLUMN_SPACING = NODE_WIDTH + 52
 ROW_SPACING = MAX_HEIGHT + 34
 
@@ -120,6 +124,11 @@ class GraphView(QWidget):
             "Draw the layers from top to bottom instead of left to right"
         )
         self.vertical_action.toggled.connect(self._on_fold_action_toggled)
+        self.collapse_action = QAction("Collapse blocks", self, checkable=True, checked=False)
+        self.collapse_action.setToolTip(
+            "Draw each module block (e.g. layer1_0) as one box; click a box to expand it"
+        )
+        self.collapse_action.toggled.connect(self._on_collapse_action_toggled)
         self.search = QLineEdit(placeholderText="Find node\u2026", clearButtonEnabled=True)
         self.search.setMaximumWidth(170)
         self.search.setToolTip("Select the first node whose name contains the text (Enter: next)")
@@ -128,6 +137,7 @@ class GraphView(QWidget):
         self.toolbar.addAction(self.fit_action)
         self.toolbar.addAction(self.fold_action)
         self.toolbar.addAction(self.vertical_action)
+        self.toolbar.addAction(self.collapse_action)
         self.toolbar.addWidget(self.search)
         self.legend = QLabel()
         self.legend.setContentsMargins(8, 0, 8, 0)
@@ -143,6 +153,9 @@ class GraphView(QWidget):
         self.minimap = Minimap(self.canvas)
         self.canvas.moved.connect(self.minimap.refresh)
         self._matches: list[str] = []
+        self._members: dict[str, list[str]] = {}
+        """Drawn box id -> the graph's node ids in it (one, unless a collapsed block)."""
+        self._expanded: set[str] = set()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
         document.edge_selection_changed.connect(self._on_document_selection_changed)
@@ -174,7 +187,8 @@ class GraphView(QWidget):
 
     def _show_node(self, node_id: str) -> None:
         self._document.set_selection(node_id)
-        item = self.nodes.get(node_id)
+        drawn = next((d for d, ids in self._members.items() if node_id in ids), node_id)
+        item = self.nodes.get(drawn)  # the node, or the collapsed block holding it
         if item is not None:
             self.canvas.auto_fit = False
             self.canvas.centerOn(item)
@@ -186,15 +200,38 @@ class GraphView(QWidget):
 
     # ----- requests from the canvas -------------------------------------------------------------
     def click_node(self, node_id: str) -> None:
+        """Select a node; a collapsed block expands instead."""
+        if self.is_block(node_id):
+            self.expand(node_id)
+            return
         self._document.set_selection(node_id)
 
     def click_edge(self, key: tuple[str, str] | None) -> None:
+        if key is not None and (self.is_block(key[0]) or self.is_block(key[1])):
+            return  # an edge between blocks stands for several edges: nothing to edit
         if key is None:
             self._document.set_selection(None)
         self._document.set_selected_edge(key)
 
     def request_connect(self, source: str, target: str) -> None:
-        self._document.edit(ConnectCommand, source, target)
+        if not (self.is_block(source) or self.is_block(target)):
+            self._document.edit(ConnectCommand, source, target)
+
+    def is_block(self, drawn_id: str) -> bool:
+        """Whether a drawn box is a collapsed block of several nodes."""
+        return len(self._members.get(drawn_id, ())) > 1
+
+    def members(self, drawn_id: str) -> list[str]:
+        """The graph's nodes drawn as box ``drawn_id``."""
+        return list(self._members.get(drawn_id, [drawn_id]))
+
+    def expand(self, drawn_id: str) -> None:
+        """Draw a collapsed block's nodes one by one."""
+        graph = self._document.graph
+        members = self._members.get(drawn_id, ())
+        if graph is not None and members:
+            self._expanded.add(block_of(graph, members[0]))
+            self._rebuild(fit=False)
 
     def request_add_node(self, at: QPointF | None = None) -> None:
         """Add a node; ``at`` (scene coordinates, a double-click) is where it is drawn."""
@@ -212,7 +249,11 @@ class GraphView(QWidget):
 
     def show_context_menu(self, node: NodeItem | None, edge: EdgeItem | None, where) -> None:
         menu = QMenu(self)
-        if node is not None:
+        if node is not None and self.is_block(node.node_id):
+            menu.addAction(f"Expand {node.node_id}").triggered.connect(
+                lambda: self.expand(node.node_id)
+            )
+        elif node is not None:
             menu.addAction(f"Delete {node.node_id}").triggered.connect(
                 lambda: self._document.edit(DeleteCommand, (node.node_id,))
             )
@@ -230,6 +271,10 @@ class GraphView(QWidget):
     def _on_fold_action_toggled(self, _: bool) -> None:
         self._rebuild(fit=True)
 
+    def _on_collapse_action_toggled(self, _: bool) -> None:
+        self._expanded.clear()
+        self._rebuild(fit=True)
+
     def _on_document_graph_changed(self) -> None:
         graph = self._document.graph
         old = set(self.nodes)
@@ -237,6 +282,9 @@ class GraphView(QWidget):
         another_graph = len(old & new) * 2 < max(len(new), 1)
         if another_graph and len(new) > 1:
             self._pinned.clear()  # places chosen on another graph mean nothing here
+            self._expanded.clear()
+            with QSignalBlocker(self.collapse_action):  # big networks open collapsed
+                self.collapse_action.setChecked(len(new) > COLLAPSE_FROM)
         self._rebuild(fit=another_graph and not self._pinned or self.canvas.auto_fit)
 
     def _rebuild(self, fit: bool) -> None:
@@ -253,8 +301,12 @@ class GraphView(QWidget):
             self.canvas.fit()
         self.canvas.viewport().update()
 
-    def _build_items(self, graph: Graph) -> None:
+    def _build_items(self, source: Graph) -> None:
         colors = colors_for(self)
+        if self.collapse_action.isChecked():
+            graph, self._members = collapse(source, self._expanded)
+        else:
+            graph, self._members = source, {n.id: [n.id] for n in source.nodes}
         placement = layout_graph(graph, fold=self.fold_action.isChecked())
         biggest = max((n.memory for n in graph.nodes), default=0) or 1
         devices = tuple(d.name for d in graph.devices)
@@ -276,8 +328,13 @@ class GraphView(QWidget):
                 )
             if self._residency is not None:
                 item.set_residency(devices, self._residency.get(node.id, {}))
-            item.setToolTip(item.describe(graph))
-            item.on_hover = self._document.set_hovered
+            if self.is_block(node.id):
+                names = ", ".join(self._members[node.id])
+                item.setToolTip(f"<b>{html.escape(node.id)}</b><br>{html.escape(names)}"
+                                "<br><i>click to expand</i>")  # fmt: skip
+            else:
+                item.setToolTip(item.describe(graph))
+                item.on_hover = self._document.set_hovered
             self.scene.addItem(item)
             self.nodes[node.id] = item
         for edge in graph.edges:
@@ -290,7 +347,7 @@ class GraphView(QWidget):
         selected = self._document.selection
         edge = self._document.selected_edge
         for node_id, item in self.nodes.items():
-            item.set_selected(node_id == selected)
+            item.set_selected(selected is not None and selected in self._members.get(node_id, ()))
         for key, item in self.edges.items():
             item.set_emphasis(2 if key == edge else 1 if selected in key else 0)
 

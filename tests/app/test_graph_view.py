@@ -148,3 +148,25 @@ def test_graph_minimap_shows_only_when_zoomed_in(qtbot, chain_document, show):
     view.canvas.zoom(4.0)
     assert view.minimap.isVisible()
     assert view.minimap.visible_area().width() < view.scene.itemsBoundingRect().width()
+
+
+def test_graph_view_collapses_blocks_of_a_big_network_and_expands_on_click(qtbot, show):
+    from app.views.graph_blocks import GROUP_MARK
+
+    document = Document()
+    document.set_graph(load_graph(example_path("resnet50")))
+    view = show(GraphView(document), 900, 400)
+    assert view.collapse_action.isChecked()  # 145 nodes: opens collapsed
+    blocks = [d for d in view.nodes if view.is_block(d)]
+    assert f"{GROUP_MARK}layer1_0 (4)" in blocks
+    assert view.members(f"{GROUP_MARK}layer1_0 (4)") == [
+        "layer1_0_downsample_0", "layer1_0_conv1", "layer1_0_conv2", "layer1_0_conv3",
+    ]  # fmt: skip
+    assert len(view.nodes) == 73 and "layer1_0_conv1" not in view.nodes
+    document.set_selection("layer1_0_conv2")
+    assert view.nodes[f"{GROUP_MARK}layer1_0 (4)"].is_selected  # the block holding it
+    view.click_node(f"{GROUP_MARK}layer1_0 (4)")
+    assert "layer1_0_conv2" in view.nodes and view.nodes["layer1_0_conv2"].is_selected
+    assert len(view.nodes) == 73 - 1 + 4
+    view.collapse_action.setChecked(False)
+    assert len(view.nodes) == 145
