@@ -1,0 +1,24 @@
+"""The examples in the GUI helpers' docstrings run (the suite's --doctest-modules covers solver/)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "app.export",
+    "app.widgets",
+    "app.views.binding",
+    "app.views.gantt_geometry",
+    "app.views.graph_blocks",
+    "app.views.tensors",
+    "app.views.timeline_nav",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_hold(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
