@@ -59,7 +59,7 @@ _OP_HEIGHT = 0.72
 _TRANSFER_HEIGHT = 0.5
 _MAX_LABELS = 250
 _HIT_PIXELS = 3.0
-_LANE_PIXELS = 24
+_LANE_PIXELS = 22
 """Minimum height of one lane on screen."""
 _FLOWS_UP_TO = 2000
 """Flow arrows for every transfer up to this many; beyond, only the selected node's."""

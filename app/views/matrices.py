@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 _GRID_UP_TO = 64
 """Draw cell borders up to this many nodes; beyond, they would only grey the picture."""
-_NAME_CHARS = 18
+_NAME_CHARS = 14
 """Longer node names are elided on the axes (the tooltip has the full name)."""
 
 
@@ -64,6 +64,12 @@ class NameAxis(pg.AxisItem):
         self.picture = None
         self.update()
 
+    def widest(self) -> int:
+        """Pixel width of the widest label."""
+        font = self.style["tickFont"] or self.font()
+        metrics = QFontMetrics(font)
+        return max((metrics.horizontalAdvance(n) for n in self.names), default=0)
+
     def label_text(self, index: int) -> str:
         """The label drawn at ``index`` (elided name, with the index on the stage axis)."""
         return self.names[index] if 0 <= index < len(self.names) else ""
@@ -71,6 +77,7 @@ class NameAxis(pg.AxisItem):
     def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph override)
         if not self.names:
             return []
+        minVal, maxVal = sorted((minVal, maxVal))  # an inverted axis passes them reversed
         metrics = QFontMetrics(
             self.font() if self.style["tickFont"] is None else self.style["tickFont"]
         )
@@ -358,7 +365,11 @@ class MatricesView(QWidget):
             else:  # nothing to show; an empty graph still gets a (transparent) 1x1 image
                 plot.codes = np.zeros((max(n, 1), max(n, 1)), dtype=np.uint8)
                 plot.table = np.zeros((1, 4), dtype=np.uint8)
-            plot.image.setImage(plot.codes, lut=plot.table, levels=(0, 255), autoLevels=False)
+            # pyqtgraph scales codes by levels onto the table's length: a 256-row table with
+            # levels 0..255 makes code k draw row k (a short table drew everything as row 0)
+            lut = np.zeros((256, 4), dtype=np.uint8)
+            lut[: len(plot.table)] = plot.table
+            plot.image.setImage(plot.codes, lut=lut, levels=(0, 255), autoLevels=False)
             plot.image.setRect(QRectF(-0.5, -0.5, max(n, 1), max(n, 1)))
             plot.grid.setData(*_grid(n))
             # very loose: with the aspect locked, a wide short plot must show far more columns
@@ -367,6 +378,8 @@ class MatricesView(QWidget):
             plot.plot.setLimits(xMin=-margin, xMax=n + margin, yMin=-margin, yMax=n + margin)
             plot.bottom.set_names(names)
             plot.left.set_names(names)
+            # pyqtgraph skips a tick label that does not fit inside its axis: make room
+            plot.left.setWidth(plot.left.widest() + 28)
             plot.fit()
         self._draw_highlights()
 

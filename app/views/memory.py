@@ -29,7 +29,7 @@ __all__ = ["MemoryView"]
 logger = logging.getLogger(__name__)
 
 _MAX_LISTED = 14
-_PLOT_PIXELS = 124
+_PLOT_PIXELS = 112
 """Minimum height of one device's plot: title, a readable curve and the time axis."""
 
 

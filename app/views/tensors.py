@@ -213,6 +213,7 @@ class TensorMemoryView(QWidget):
         self._cursor_label.setWordWrap(True)
         self._cursor_label.setContentsMargins(6, 2, 6, 2)
         self._legend = QLabel()
+        self._legend.setWordWrap(True)  # never sets the window's minimum width
         self._legend.setContentsMargins(6, 2, 6, 0)
         self._layout = pg.GraphicsLayoutWidget()
         install_export_action(self._layout.scene(), self)
@@ -336,7 +337,7 @@ class TensorMemoryView(QWidget):
             plot.setTitle(f"{device}: resident tensors", size="9pt", color=colors.foreground)
             end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
             plot.setXRange(0, end, padding=0.01)
-            plot.setYRange(0, max(top / scale, 1e-9) * 1.05, padding=0)
+            plot.setYRange(0, top / scale * 1.05 if top > 0 else 1.0, padding=0)
         self._redraw_selection()
         self._redraw_cursor()
 

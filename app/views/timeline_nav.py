@@ -107,7 +107,7 @@ class OverviewStrip(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setFixedHeight(46)
+        self.setFixedHeight(34)
         item = self.getPlotItem()
         item.hideAxis("left")
         item.hideAxis("bottom")
@@ -117,7 +117,7 @@ class OverviewStrip(pg.PlotWidget):
         item.invertY(True)
         self.bars = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
         item.addItem(self.bars)
-        self.region = pg.LinearRegionItem(movable=True)
+        self.region = pg.LinearRegionItem(movable=True, brush=pg.mkBrush(230, 159, 0, 50))
         self.region.setZValue(10)
         item.addItem(self.region, ignoreBounds=True)
         self._main: pg.ViewBox | None = None

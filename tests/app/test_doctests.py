@@ -1,4 +1,4 @@
-"""The examples in the GUI helpers' docstrings run (the suite's --doctest-modules covers solver/)."""
+"""The examples in the GUI helper modules' docstrings run (the doctest option covers solver/)."""
 
 from __future__ import annotations
 

@@ -131,3 +131,32 @@ def test_matrices_draw_as_one_indexed_image_per_matrix(view):
             images = [i for i in plot.items if isinstance(i, pg.ImageItem)]
             assert len(images) == 1
             assert images[0].image.dtype == np.uint8 and images[0].image.ndim == 2
+
+
+def test_matrices_render_each_cell_in_its_colour(qtbot, view):
+    """What is painted, not just the arrays: a short colour table once drew every cell as
+    the background."""
+    colors = colors_for(view)
+    for device, which, stage, node in (("gpu", "R", 0, 0), ("gpu", "R", 3, 0), ("gpu", "S", 1, 0)):
+        plot = view.plot(device, which)
+        vb = plot.getViewBox()
+        graphics_view = vb.scene().views()[0]
+        point = graphics_view.mapFromScene(vb.mapViewToScene(QPointF(node, stage)))
+        image = graphics_view.grab().toImage()
+        shown = QColor(image.pixel(point.x(), point.y()))
+        want = view.cell_color(device, which, stage, node)
+        assert shown.name() == want.name(), (device, which, stage, node)
+    assert view.cell_color("gpu", "R", 0, 0).name() == colors.kind("forward").name()
+
+
+def test_matrices_left_axis_draws_its_names(view):
+    from PySide6.QtGui import QImage, QPainter
+
+    axis = view.plot("gpu", "R").getAxis("left")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        texts = [spec[2] for spec in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+    assert texts and all(t.split(" ", 1)[1] in "a b c d".split() for t in texts)
