@@ -257,8 +257,10 @@ class ExplorerView(QWidget):
         self._task = None
         self._points = list(points)
         bad = sum(p.total_ms is None for p in points)
+        stored = sum(p.from_store for p in points)
         self._status.setText(
             f"Done: {len(points)} solves"
+            + (f" ({stored} from the result store)" if stored else "")
             + (f", {bad} infeasible (×)." if bad else ".")
             + " Click a point to see its schedule."
         )

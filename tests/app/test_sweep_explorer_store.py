@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from PySide6.QtWidgets import QLabel
 
 from app.document import Document
 from app.project import SolverSettings
@@ -43,6 +44,8 @@ def test_repeated_explorer_sweep_comes_from_the_store(qtbot, view):
         (p.method, p.budget, p.total_ms) for p in solved
     ]
     assert not ProcessWorker.running()  # nothing was solved the second time
+    texts = [label.text() for label in view.findChildren(QLabel)]
+    assert f"Done: {len(stored)} solves ({len(stored)} from the result store)" in "".join(texts)
 
 
 @pytest.fixture
