@@ -821,7 +821,7 @@ def schedule_to_dict(schedule: Schedule, summary: Mapping[str, Any] | None = Non
         doc["solver"] = _solver_to_dict(schedule.solver)
     doc["stages"] = stages
     if summary is not None:
-        doc["summary"] = dict(summary)
+        doc["summary"] = _finite_tree(dict(summary))
     return doc
 
 
@@ -842,6 +842,18 @@ def _solver_to_dict(info: SolverInfo) -> dict[str, Any]:
 def _finite_or_none(value: float | None) -> float | None:
     """An infinite gap (a bound of 0) or a missing bound is written as null, never NaN."""
     return value if value is not None and math.isfinite(value) else None
+
+
+def _finite_tree(value: Any) -> Any:
+    """``value`` with non-finite floats as None: the summary is derived, never read back, and
+    a sum of costs near 1e308 overflows; the schedule itself must still be saved."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_tree(v) for v in value]
+    return value
 
 
 def load_schedule(path: str | os.PathLike, graph: Graph) -> Schedule:

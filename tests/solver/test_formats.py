@@ -456,3 +456,5 @@ def test_json_writers_never_write_nan(tmp_path):
     save_schedule(replace(result.schedule, solver=info), target)
     written = json.loads(target.read_text())["solver"]
     assert (written["objective"], written["gap"], written["bound"]) == (None, None, 1.0)
+    save_schedule(result.schedule, target, {"total_ms": float("inf"), "peaks": {"cpu": 3}})
+    assert json.loads(target.read_text())["summary"] == {"total_ms": None, "peaks": {"cpu": 3}}
