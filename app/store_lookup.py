@@ -51,10 +51,17 @@ class StoredAnswer:
     note: str
 
 
-def current_store() -> ResultStore | None:
+LOOKUP_TIMEOUT_S = 0.25
+"""How long a lookup on the GUI thread may wait for a lock before it gives up (WAL readers
+rarely wait at all); writes run in the background with the store's own patience."""
+
+
+def current_store(timeout_s: float | None = None) -> ResultStore | None:
     """The store named by the environment now, or ``None`` when it is off."""
     path = default_store_path()
-    return ResultStore(path) if path is not None else None
+    if path is None:
+        return None
+    return ResultStore(path) if timeout_s is None else ResultStore(path, timeout_s, retries=1)
 
 
 def options_from(settings) -> SolveOptions:
@@ -66,7 +73,7 @@ def options_from(settings) -> SolveOptions:
 
 def stored_result(graph: Graph, method: str, options: SolveOptions) -> StoredAnswer | None:
     """The stored result of this solve (replayed), if the store has one."""
-    store = current_store()
+    store = current_store(LOOKUP_TIMEOUT_S)
     stored = store.lookup(graph, method, options) if store is not None else None
     if stored is None:
         return None
@@ -110,7 +117,7 @@ class SweepRunner(QObject):
         self._running: set[ProcessWorker] = set()
         self._cancelled = False
         self._ended = False
-        self._store = current_store()
+        self._store = current_store(LOOKUP_TIMEOUT_S)
         self.from_store = 0
         """How many points the store answered."""
         self.shorter = 0
