@@ -515,7 +515,7 @@ class GanttView(QWidget):
         ticks = [(j, name) for j, name in enumerate(self._lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
         # every lane at least a line of text tall, plus the time axis
-        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(self._lanes), 2) + 64)
+        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(self._lanes), 2) + 74)
         end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(
