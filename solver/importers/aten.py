@@ -35,6 +35,12 @@ __all__ = ["COSTS", "capture_model", "import_aten", "graph_from_plan", "structur
 logger = logging.getLogger(__name__)
 
 COSTS = ("roofline", "measured")
+#: Cost of a workspace node: it runs nothing, but a cost of zero would let a solver add
+#: pointless recomputations of it (ties); one nanosecond breaks the tie.
+WORKSPACE_MS = 1e-6
+#: Transfer time of a workspace to its node on another device: prohibitive, since a workspace
+#: stands for memory used where the node runs and has no data to move.
+NO_COPY_MS = 1e6
 _HEAVY_NAMES = ("mm", "addmm", "bmm", "convolution")
 
 
@@ -109,7 +115,9 @@ def graph_from_plan(
     for group in plan.groups:
         cost = {}
         for device, spec in platform.devices:
-            if measured is not None and spec.kind == "cpu":
+            if group.workspace_of:
+                cost[device] = WORKSPACE_MS
+            elif measured is not None and spec.kind == "cpu":
                 cost[device] = _round(measured[group.id])
             else:
                 cost[device] = _round(_roofline_ms(RooflineCostModel(spec), group, ops))
@@ -139,8 +147,11 @@ def graph_from_plan(
         )
         sources = dict.fromkeys(plan.owner[v] for v in group.reads)
         edges += [Edge(source, group.id) for source in sources if source != group.id]
-        if group.workspace_of:
-            edges.append(Edge(group.id, group.workspace_of))
+        if group.workspace_of:  # nothing to copy: a copy must never look like an option
+            pairs = [
+                f"{a}->{b}" for a, _ in platform.devices for b, _ in platform.devices if a != b
+            ]
+            edges.append(Edge(group.id, group.workspace_of, dict.fromkeys(pairs, NO_COPY_MS)))
     fixed = 2 * sum(
         int(n.meta["val"].numel()) * n.meta["val"].dtype.itemsize
         for n in capture.gm.graph.nodes

@@ -53,12 +53,11 @@ def test_execute_bundled_network_at_gpu_60_percent(name, method):
     report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
     assert report.gradients_match, report.max_abs_error
     assert report.predicted_peak == result.timeline.peaks
+    # what the executor holds at its peak is what the simulator predicts (node memory covers
+    # the outputs, workspace nodes the intermediates), never more, and within the budget
     for device, peak in report.measured_peak.items():
+        assert 0.85 * report.predicted_peak[device] <= peak <= report.predicted_peak[device]
         assert peak <= report.budgets[device]
-        assert peak <= report.predicted_peak[device]
-    # the device the budget limits: what the executor holds at its peak is what the simulator
-    # predicts (node memory covers outputs; workspace nodes the intermediates)
-    assert report.measured_peak["gpu"] >= 0.85 * report.predicted_peak["gpu"]
     assert len(report.op_ms) == len(result.schedule.operations)
     if method == "greedy":  # heterogeneous: both devices work, tensors move between them
         assert result.timeline.transfers and report.copy_ms > 0
