@@ -68,7 +68,8 @@ class NameAxis(pg.AxisItem):
         """Pixel width of the widest label."""
         font = self.style["tickFont"] or self.font()
         metrics = QFontMetrics(font)
-        return max((metrics.horizontalAdvance(n) for n in self.names), default=0)
+        longest = sorted(self.names, key=len)[-32:]  # names are elided: the longest decide
+        return max((metrics.horizontalAdvance(n) for n in longest), default=0)
 
     def label_text(self, index: int) -> str:
         """The label drawn at ``index`` (elided name, with the index on the stage axis)."""
