@@ -13,6 +13,7 @@ cached result or starts a solve.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 
@@ -128,6 +129,11 @@ class SolveController(QObject):
         self._current = worker
         self._pending = []
         self._provisional = None
+        # A full collection walks every object of the window (80 ms on ResNet-50, measured
+        # with bench/draw.py --stall) and holds the GIL, stalling the event loop mid-solve.
+        # What is alive now (graph, views, results) moves out of its reach, as run() does at
+        # startup; only cycles among these objects would wait for the process to end.
+        gc.freeze()
         worker.start()
         logger.info("solve %d started: %s", request.request_id, request.method)
         self._flush_timer.start()

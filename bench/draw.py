@@ -21,6 +21,7 @@ waiting for a CPU on a busy machine):
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -192,6 +193,16 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
         gaps.append((wall - state["wall"], cpu - state["cpu"], state["wall"] - start))
         state["wall"], state["cpu"] = wall, cpu
 
+    collections: list[tuple[int, float, float]] = []  # (generation, ms, at s)
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            state["gc"] = time.perf_counter()
+        elif "gc" in state:
+            now = time.perf_counter()
+            collections.append((info["generation"], (now - state["gc"]) * 1000, now - start))
+
+    gc.callbacks.append(on_gc)
     timer = QTimer(interval=10)
     timer.timeout.connect(tick)
     provisional = []
@@ -204,6 +215,7 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
     window.window_actions.solve.trigger()
     app.exec()  # until 300 ms after the result (its drawing included)
     timer.stop()
+    gc.callbacks.remove(on_gc)
     result = window.document.result
     window.document.undo_stack.setClean()
     window.controller.shutdown()
@@ -220,6 +232,12 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
         print(f"  {wall * 1000:7.1f} / {cpu * 1000:6.1f} @ {at:6.2f}")
     busy = max((cpu for _, cpu, _ in gaps), default=0.0)
     print(f"longest GUI-thread CPU burst between ticks: {busy * 1000:.1f} ms")
+    slow = [c for c in collections if c[1] > 10]
+    print(
+        f"garbage collections: {len(collections)}, longest "
+        f"{max((c[1] for c in collections), default=0):.1f} ms; > 10 ms: "
+        + (", ".join(f"gen {g} {ms:.0f} ms @ {at:.2f} s" for g, ms, at in slow) or "none")
+    )
     return 0
 
 
