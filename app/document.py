@@ -272,6 +272,11 @@ class Document(QObject):
         key = self.result_key() if key is None else key
         return self._cache.get(key) if key is not None else None
 
+    def cached_results(self) -> list[SolveResult]:
+        """Every result cached for the current graph structure (any method or budgets), in the
+        order they were found: what a view can compare the result on display with."""
+        return [r for key, r in self._cache.items() if key[0] == self._token and r.ok]
+
     def is_result_current(self) -> bool:
         """Whether the result on display was found for the current budgets and structure."""
         result = self._result

@@ -242,6 +242,11 @@ class ComparisonView(QWidget):
             return
         self._task = None
         self._results = list(comparison.results)
+        document = self._document
+        if hasattr(document, "cache_result"):  # other views can then compare with them
+            budgets = tuple(sorted(document.budgets.items()))
+            for result in self._results:
+                document.cache_result((document.structure_token, result.method, budgets), result)
         best = comparison.best_single_device
         xengine = next((r for r in self._results if r.method == "xengine"), None)
         speedup = comparison.speedup(xengine) if xengine is not None else None

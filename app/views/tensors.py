@@ -6,7 +6,9 @@ is one tensor's bytes. Bands are coloured by layer (a backward node shares its f
 hue); a band that a recomputation brought back is lighter and hatched, one a copy brought is
 outlined in the transfer colour. Hover names the tensor and why it is resident (who needs it
 next, or that it is kept); a click selects its node everywhere; the step cursor lists the exact
-set resident on every device.
+set resident on every device. A diff mode overlays another schedule found for this graph (another
+budget, or a single-device method from the Comparison) as a dashed outline, and the cursor line
+then names the tensors resident in only one of the two.
 
 Listens to ``graph_changed``, ``result_changed``, ``selection_changed`` and ``cursor_changed``;
 writes ``document.set_selection`` only. All bands of a device are one ``pg.BarGraphItem``.
@@ -21,13 +23,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QCursor
-from PySide6.QtWidgets import QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from solver.graph import Graph
 from solver.simulate import Timeline
+from solver.solve import SolveResult
 from solver.units import format_ms, format_size
 
 __all__ = ["Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
@@ -156,6 +159,9 @@ class TensorMemoryView(QWidget):
         self._scale: dict[str, int] = {}
         self._cursors: dict[str, pg.InfiniteLine] = {}
         self._dirty = False
+        self._other: SolveResult | None = None
+        self._others: dict[str, pg.PlotDataItem] = {}
+        self._choices: list[SolveResult] = []
         self._build_items()
         document.graph_changed.connect(self._redraw)
         document.result_changed.connect(self._redraw)
@@ -178,6 +184,24 @@ class TensorMemoryView(QWidget):
     def selected_layer(self, device: str) -> pg.BarGraphItem:
         """The outlines of the selected tensor's bands on ``device``."""
         return self._plots[device][2]
+
+    def scale(self, device: str) -> int:
+        """Bytes per plot unit on ``device``'s y axis."""
+        return self._scale.get(device, 1)
+
+    def compare_choices(self) -> list[str]:
+        """The labels of the schedules the diff mode can compare with (first: none)."""
+        return [self._compare.itemText(i) for i in range(self._compare.count())]
+
+    def compare_with(self, result: SolveResult | None) -> None:
+        """Overlay ``result``'s memory (``None``: no diff)."""
+        self._other = result
+        self._redraw_other()
+        self._redraw_cursor()
+
+    def other_curve(self, device: str) -> pg.PlotDataItem:
+        """The compared schedule's memory outline on ``device`` (plot units)."""
+        return self._others[device]
 
     @property
     def cursor_text(self) -> str:
@@ -219,10 +243,18 @@ class TensorMemoryView(QWidget):
         install_export_action(self._layout.scene(), self)
         self._hover = HoverProxy(self._layout.scene(), self._on_scene_hovered)
         self._layout.scene().sigMouseClicked.connect(self._on_scene_clicked)
+        self._compare = QComboBox()
+        self._compare.setToolTip("Diff mode: outline another schedule of this graph")
+        self._compare.activated.connect(self._on_compare_activated)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 6, 0)
+        top.addWidget(self._legend, 1)
+        top.addWidget(QLabel("Compare with"))
+        top.addWidget(self._compare)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self._legend)
+        layout.addLayout(top)
         layout.addWidget(self._cursor_label)
         layout.addWidget(self._layout, 1)
 
@@ -232,7 +264,7 @@ class TensorMemoryView(QWidget):
         if list(self._plots) == devices:
             return
         self._layout.clear()
-        self._plots, self._cursors = {}, {}
+        self._plots, self._cursors, self._others = {}, {}, {}
         self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1))
         colors = colors_for(self)
         first = None
@@ -244,9 +276,12 @@ class TensorMemoryView(QWidget):
             bars = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
             selected = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
             cursor = pg.InfiniteLine(angle=90, movable=False)
+            other = pg.PlotDataItem(stepMode="center")
             plot.addItem(bars)
             plot.addItem(selected)
+            plot.addItem(other)
             plot.addItem(cursor, ignoreBounds=True)
+            self._others[device] = other
             if first is not None:
                 plot.setXLink(first)
             first = first or plot
@@ -260,6 +295,7 @@ class TensorMemoryView(QWidget):
         for device, (_, _, selected) in self._plots.items():
             selected.setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5))
             self._cursors[device].setPen(colors.pen(colors.cursor, 1.5, dashed=True))
+            self._others[device].setPen(colors.pen(colors.foreground, 2, dashed=True))
         self._legend.setText(
             "One band per resident tensor, coloured by layer \u00b7 "
             "<i>lighter, hatched</i>: recomputed \u00b7 "
@@ -338,8 +374,41 @@ class TensorMemoryView(QWidget):
             end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
             plot.setXRange(0, end, padding=0.01)
             plot.setYRange(0, top / scale * 1.05 if top > 0 else 1.0, padding=0)
+        self._fill_compare_choices()
+        self._redraw_other()
         self._redraw_selection()
         self._redraw_cursor()
+
+    def _fill_compare_choices(self) -> None:
+        shown = self._document.result
+        cached = getattr(self._document, "cached_results", lambda: [])()
+        self._choices = [r for r in cached if r is not shown]
+        if self._other is not None and self._other not in self._choices:
+            self._other = None  # e.g. another graph
+        self._compare.clear()
+        self._compare.addItem("nothing")
+        for result in self._choices:
+            budgets = ", ".join(
+                f"{d} {format_size(b)}" for d, b in sorted(result.schedule.budgets.items())
+            )
+            self._compare.addItem(f"{result.method} \u00b7 {format_ms(result.timeline.total_ms)}"
+                                  f" \u00b7 {budgets}")  # fmt: skip
+        if self._other is not None:
+            self._compare.setCurrentIndex(self._choices.index(self._other) + 1)
+
+    def _on_compare_activated(self, index: int) -> None:
+        self.compare_with(self._choices[index - 1] if index > 0 else None)
+
+    def _redraw_other(self) -> None:
+        timeline = self._other.timeline if self._other is not None else None
+        for device, other in self._others.items():
+            curve = timeline.memory.get(device) if timeline is not None else None
+            if curve is None or len(curve.times) == 0:
+                other.setData([], [])
+                continue
+            end = max(timeline.total_ms, float(curve.times[-1]))
+            x = np.append(curve.times.astype(float), end)
+            other.setData(x, curve.bytes.astype(float) / self._scale.get(device, 1))
 
     def _redraw_selection(self) -> None:
         graph = self._document.graph
@@ -365,10 +434,25 @@ class TensorMemoryView(QWidget):
             self._cursor_label.setText("")
             return
         parts = [f"step {self._document.cursor}: {op.node} on {op.device} \u2014"]
+        other = self._other.timeline if self._other is not None else None
+        order = graph.index.get
         for device, curve in timeline.memory.items():
             used, names = curve.at(op.start)
-            listed = ", ".join(sorted(names, key=lambda n: graph.index.get(n, -1))) or "nothing"
-            parts.append(f"{device} holds {listed} ({format_size(used)})")
+            listed = ", ".join(sorted(names, key=lambda n: order(n, -1))) or "nothing"
+            text = f"{device} holds {listed} ({format_size(used)})"
+            if other is not None and device in other.memory:
+                # the same operation in the other schedule: its first run of this node
+                when = next((o.start for o in other.ops if o.node == op.node), op.start)
+                there_used, there = other.memory[device].at(when)
+                only_here = sorted(set(names) - set(there), key=lambda n: order(n, -1))
+                only_there = sorted(set(there) - set(names), key=lambda n: order(n, -1))
+                here_text = ", ".join(only_here) or "none"
+                there_text = ", ".join(only_there) or "none"
+                text += (
+                    f" vs {format_size(there_used)} there; only here: {here_text}; "
+                    f"only there: {there_text}"
+                )
+            parts.append(text)
         self._cursor_label.setText(" ".join(parts[:1]) + " " + "; ".join(parts[1:]))
 
 

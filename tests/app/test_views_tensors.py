@@ -103,3 +103,27 @@ def test_tensor_view_redraws_a_hidden_tab_only_when_shown(view, document, handbu
     assert view.bands("gpu").x0[0] == 0.0  # not redrawn while hidden
     view.show()
     assert view.bands("gpu").x0[0] == 1.0
+
+
+def test_tensor_diff_mode_outlines_another_schedule_and_names_the_difference(view, document):
+    """Against checkpoint-all on the cpu (a, b, c, d all on the cpu; d starts at 13 ms)."""
+    from solver.methods import solve
+
+    other = solve(document.graph, "checkpoint-all:cpu")
+    key = (document.structure_token, other.method, tuple(sorted(document.budgets.items())))
+    document.cache_result(key, other)
+    shown = document.result
+    document.set_result(None)
+    document.set_result(shown)
+    assert view.compare_choices()[0] == "nothing" and len(view.compare_choices()) == 2
+    assert view.compare_choices()[1].startswith("checkpoint-all:cpu \u00b7 17 ms")
+    view.compare_with(other)
+    x, y = view.other_curve("cpu").getData()
+    assert list(x) == [0.0, 3.0, 11.0, 13.0, 17.0, 17.0]  # step edges, then the end
+    assert list(y * view.scale("cpu") / MiB) == [1.0, 3.0, 4.0, 3.0, 0.0]
+    document.set_cursor(4)  # d: here on the cpu at 7 ms with a, c copied in; there at 13 ms
+    text = view.cursor_text
+    assert "cpu holds a, c, d (3.0 MiB) vs 3.0 MiB there; only here: none; only there: none" in text
+    assert "gpu holds a, c (2.0 MiB) vs 0 B there; only here: a, c; only there: none" in text
+    view.compare_with(None)
+    assert len(view.other_curve("cpu").getData()[0] or []) == 0
