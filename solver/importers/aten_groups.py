@@ -416,7 +416,7 @@ def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
                 aten=tuple(dict.fromkeys(_op_name(n) for n in ops if not is_inplace(n))),
             )
         )
-    return _order(groups, grads)
+    return _order(groups)
 
 
 def last_uses(ops: tuple[str, ...], nodes: Mapping[str, Any], owner: Mapping[str, str], gid: str):
@@ -465,8 +465,8 @@ def op_bytes(node) -> int:
     return read + value_bytes(node)
 
 
-def _order(groups: list[OpGroup], grads: set[str]) -> tuple[OpGroup, ...]:
-    """Forward groups, the loss, then backward groups, each in first-op order (topological
-    up to ties; :func:`solver.graph.make_graph` sorts if needed)."""
+def _order(groups: list[OpGroup]) -> tuple[OpGroup, ...]:
+    """Forward groups, the loss, then backward groups, each in the order of their first op
+    (a workspace just before its node); :func:`solver.graph.make_graph` sorts if needed."""
     rank = {"forward": 0, "loss": 1, "backward": 2}
     return tuple(sorted(groups, key=lambda g: rank[g.kind]))

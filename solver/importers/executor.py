@@ -21,9 +21,9 @@ gradients are compared with a plain ``loss.backward()`` of the same model, input
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
-import operator
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -238,7 +238,7 @@ class _Runtime:
             for j, name in enumerate(group.ops):
                 node = self.nodes[name]
                 start = self._clock(device)
-                if node.all_input_nodes and not tensor_inputs(node):
+                if node.all_input_nodes and not tensor_inputs(node):  # reads only metadata
                     env[name] = self._like(node, device)
                 else:
                     args, kwargs = self.torch.fx.node.map_arg(
@@ -345,8 +345,6 @@ class _Runtime:
 
     def _rng_of(self, gid: str):
         """First run: remember the generator state; recomputation: replay it, then restore."""
-        import contextlib
-
         torch = self.torch
 
         @contextlib.contextmanager
@@ -376,7 +374,7 @@ class _Runtime:
             env[node.name] = node.target(*args, **kwargs)
             return env[node.name]
 
-        loss, grads = self.output.args[0]
+        _, grads = self.output.args[0]
         names = self.plan.capture.param_names
         return {name: value(g).to("cpu") for name, g in zip(names, grads, strict=True)}
 
@@ -465,21 +463,13 @@ def _compare(torch, grads: Mapping[str, Any], reference: Mapping[str, Any]) -> t
     return match, error
 
 
-class _one_thread:
-    """One torch thread on the CPU, so thread CPU time is an op's whole work."""
-
-    def __init__(self, torch, mapping: Mapping[str, Any]) -> None:
-        self.torch = torch
-        self.cpu = any(d.type == "cpu" for d in mapping.values())
-
-    def __enter__(self):
-        self.before = self.torch.get_num_threads()
-        if self.cpu:
-            self.torch.set_num_threads(1)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.torch.set_num_threads(self.before)
-
-
-_ = operator  # getitem nodes run through operator.getitem like any other target
+@contextlib.contextmanager
+def _one_thread(torch, mapping: Mapping[str, Any]):
+    """One torch thread while a CPU device runs, so thread CPU time is an op's whole work."""
+    before = torch.get_num_threads()
+    if any(d.type == "cpu" for d in mapping.values()):
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
