@@ -91,6 +91,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.result_label)
         self.tour = Tour(self)
         self.window_actions = build_actions(self)
+        self.execute_action = _optional_view("app.execute_action", "ExecuteAction", self)
         self._default_state = self.saveState()
         self._connect()
         self._restore_layout()

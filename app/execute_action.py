@@ -1,0 +1,180 @@
+"""Solve > Execute on PyTorch: run the shown schedule as a real training step (issue 9).
+
+The graph must come from the ATen importer (``main.py import-torch``; its ``meta`` names the
+model, the input shape and the level). The step runs in a child process
+(:class:`app.workers.ProcessWorker`: capture and execution would otherwise hold the GIL), by
+:func:`solver.importers.executor.execute_schedule`, and the window shows measured beside
+predicted time and per-device peak, and whether the gradients equal ``loss.backward()``.
+The document is only read on the GUI thread, when the action is triggered (a snapshot).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QInputDialog, QMenu, QMessageBox, QWidget
+
+from app.dialogs import ErrorDialog
+from app.workers import ProcessWorker
+from solver.graph import Graph
+from solver.schedule import Schedule
+from solver.units import format_size
+
+__all__ = ["ExecuteAction", "DeviceMapDialog", "ExecutionDialog", "execute_job", "report_text"]
+
+logger = logging.getLogger(__name__)
+
+
+def execute_job(
+    graph: Graph,
+    schedule: Schedule,
+    device_map: Mapping[str, str],
+    report: Callable[[object], None],
+    cancel: threading.Event,
+) -> dict[str, Any]:
+    """Capture the graph's model again and run ``schedule`` on it (in the child process)."""
+    from solver.errors import XEngineError
+    from solver.importers.aten import capture_model, graph_from_plan, structure_hash
+    from solver.importers.aten_groups import plan_groups
+    from solver.importers.executor import execute_schedule
+    from solver.importers.hardware import make_platform
+
+    meta = graph.meta
+    plan = plan_groups(capture_model(meta["source"], tuple(meta["input_shape"])), meta["level"])
+    if structure_hash(graph_from_plan(plan, make_platform())) != structure_hash(graph):
+        raise XEngineError(
+            f"graph '{graph.name}' is no longer the import of {meta['source']} (edited or "
+            "imported differently); import it again and solve"
+        )
+    return execute_schedule(plan, graph, schedule, device_map).to_json()
+
+
+def report_text(doc: Mapping[str, Any]) -> str:
+    """The result as lines: gradients, time, then one line per device."""
+    measured, predicted = doc["measured"], doc["predicted"]
+    lines = [
+        f"Gradients equal loss.backward(): {'yes' if doc['gradients_match'] else 'NO'}"
+        f" (max difference {doc['max_abs_gradient_error']:.2g})",
+        f"Time: measured {measured['total_ms']:.1f} ms, predicted {predicted['total_ms']:.1f} ms",
+    ]
+    for device, peak in measured["peak_bytes"].items():
+        lines.append(
+            f"{device} (run on {doc['device_map'][device]}): peak measured {format_size(peak)}, "
+            f"predicted {format_size(predicted['peak_bytes'][device])}, "
+            f"budget {format_size(doc['budget_bytes'][device])}"
+        )
+    return "\n".join(lines)
+
+
+class DeviceMapDialog:
+    """Ask which torch device each schedule device runs on (``gpu=cuda:0,cpu=cpu``)."""
+
+    @classmethod
+    def ask(cls, parent: QWidget | None, model: str, default: str) -> str | None:
+        text, ok = QInputDialog.getText(
+            parent,
+            "Execute on PyTorch",
+            f"Run one training step of {model} by this schedule.\n"
+            "Torch device per schedule device (without a GPU: gpu=cpu):",
+            text=default,
+        )
+        return text if ok else None
+
+
+class ExecutionDialog:
+    """Show the measured-versus-predicted report."""
+
+    @classmethod
+    def show_report(cls, parent: QWidget | None, text: str) -> None:
+        box = QMessageBox(parent)
+        box.setWindowTitle("XEngine Studio")
+        box.setText("Executed on PyTorch")
+        box.setInformativeText(text)
+        box.setStyleSheet("QLabel#qt_msgbox_informativelabel { min-width: 520px; }")
+        box.exec()
+
+
+class ExecuteAction(QObject):
+    """The menu entry and its worker. Listens to ``Document.result_changed`` (enables the
+    entry when a schedule is shown); emits nothing."""
+
+    def __init__(self, window, parent: QObject | None = None):
+        super().__init__(parent or window)
+        self.window = window
+        self.document = window.document
+        self.worker: ProcessWorker | None = None
+        self.last_report: dict[str, Any] | None = None
+        self.action = QAction("E&xecute on PyTorch\u2026", window)
+        self.action.setStatusTip("Run the schedule as a real training step and measure it")
+        self.action.triggered.connect(self.start)
+        menu = _solve_menu(window)
+        if menu is not None:
+            menu.addSeparator()
+            menu.addAction(self.action)
+        self.document.result_changed.connect(self._on_document_result_changed)
+        self._on_document_result_changed()
+
+    def _on_document_result_changed(self) -> None:
+        result = self.document.result
+        self.action.setEnabled(result is not None and result.schedule is not None)
+
+    def start(self) -> bool:
+        """Snapshot graph and schedule, ask for the device map, start the worker."""
+        graph, result = self.document.graph, self.document.result
+        if graph is None or result is None or result.schedule is None:
+            return False
+        if not {"source", "input_shape", "level"} <= set(graph.meta):
+            ErrorDialog.show_error(
+                self.window,
+                "This graph cannot be executed",
+                f"{graph.name}: it was not imported from PyTorch's joint graph; import the "
+                "model with 'main.py import-torch MODULE:CLASS --input SHAPE', then solve",
+            )
+            return False
+        default = ",".join(f"{d.name}=cpu" for d in graph.devices)  # no GPU assumed
+        text = DeviceMapDialog.ask(self.window, graph.meta["source"], default)
+        if text is None:
+            return False
+        from argparse import ArgumentTypeError
+
+        from solver.importers.execute_cli import parse_device_map
+
+        try:
+            device_map = parse_device_map(text)
+        except ArgumentTypeError as exc:
+            ErrorDialog.show_error(self.window, "Bad device map", str(exc))
+            return False
+        schedule = result.schedule
+        job = partial(execute_job, graph, schedule, device_map)
+        self.worker = ProcessWorker(job, "execute")
+        self.worker.signals.finished.connect(self._on_worker_finished)
+        self.worker.signals.failed.connect(self._on_worker_failed)
+        self.action.setEnabled(False)
+        self.window.statusBar().showMessage("Executing the schedule on PyTorch\u2026")
+        self.worker.start()
+        return True
+
+    def _on_worker_finished(self, doc: dict[str, Any]) -> None:
+        self.last_report = doc
+        self._on_document_result_changed()
+        self.window.statusBar().showMessage("Executed on PyTorch", 5000)
+        ExecutionDialog.show_report(self.window, report_text(doc))
+
+    def _on_worker_failed(self, message: str) -> None:
+        self._on_document_result_changed()
+        self.window.statusBar().clearMessage()
+        ErrorDialog.show_error(self.window, "The schedule could not be executed", message)
+
+
+def _solve_menu(window) -> QMenu | None:
+    for menu in window.menuBar().findChildren(QMenu):
+        if menu.title().replace("&", "") == "Solve":
+            return menu
+    logger.info("no Solve menu; the Execute action is not shown")
+    return None
