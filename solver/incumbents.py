@@ -11,6 +11,7 @@ the best schedule in hand, with the status and the reason.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -73,6 +74,10 @@ class Incumbents:
         self.source = ""
         self.rejected: list[str] = []
         self.started = time.monotonic()
+        self.lock = threading.RLock()
+        """Held while the incumbent changes: a neighbourhood search runs beside the backend."""
+        self.floor: float | None = None
+        """A bound known without the backend (e.g. every node once on its cheapest device)."""
         self._on_progress = on_progress
         self._bound: float | None = None
 
@@ -84,13 +89,22 @@ class Incumbents:
         """Keep ``schedule`` if it replayed validly and is cheaper; report it if kept."""
         if not timeline.valid:
             return False
-        if self.cost is not None and timeline.total_ms >= self.cost - 1e-9:
-            return False
-        self.schedule, self.timeline, self.source = schedule, timeline, source
-        if self._on_progress is not None:
-            self._on_progress(
-                Progress(self._elapsed(), self.cost, self._bound, self._gap(), None, schedule)
-            )
+        with self.lock:
+            if self.cost is not None and timeline.total_ms >= self.cost - 1e-9:
+                return False
+            self.schedule, self.timeline, self.source = schedule, timeline, source
+            if self._on_progress is not None:
+                bound = self._best_bound(self._bound)
+                self._on_progress(
+                    Progress(
+                        self._elapsed(),
+                        self.cost,
+                        self._clamped(bound, self.cost),
+                        _gap(self.cost, self._clamped(bound, self.cost)),
+                        None,
+                        schedule,
+                    )
+                )
         return True
 
     def offer_values(
@@ -119,20 +133,22 @@ class Incumbents:
             return None
 
         def report(progress: Progress) -> None:
-            if progress.bound is not None:
-                self._bound = progress.bound
-            incumbent = progress.incumbent
-            if self.cost is not None and (incumbent is None or self.cost < incumbent):
-                incumbent = self.cost
-            on_progress(
-                replace(
-                    progress,
-                    elapsed_s=self._elapsed(),
-                    incumbent=incumbent,
-                    bound=self._clamped(progress.bound, incumbent),
-                    gap=_gap(incumbent, self._clamped(progress.bound, incumbent)),
+            with self.lock:
+                if progress.bound is not None:
+                    self._bound = progress.bound
+                incumbent = progress.incumbent
+                if self.cost is not None and (incumbent is None or self.cost < incumbent):
+                    incumbent = self.cost
+                bound = self._clamped(self._best_bound(progress.bound), incumbent)
+                on_progress(
+                    replace(
+                        progress,
+                        elapsed_s=self._elapsed(),
+                        incumbent=incumbent,
+                        bound=bound,
+                        gap=_gap(incumbent, bound),
+                    )
                 )
-            )
 
         return report
 
@@ -182,7 +198,7 @@ class Incumbents:
         self, base: SolveResult, status: SolveStatus, bound: float | None, message: str
     ) -> SolveResult:
         cost = self.cost
-        bound = self._clamped(bound, cost)
+        bound = self._clamped(self._best_bound(bound), cost)
         gap = _gap(cost, bound)
         info = SolverInfo(
             method=self.method,
@@ -210,8 +226,10 @@ class Incumbents:
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def _gap(self) -> float | None:
-        return _gap(self.cost, self._clamped(self._bound, self.cost))
+    def _best_bound(self, bound: float | None) -> float | None:
+        if self.floor is None:
+            return bound
+        return self.floor if bound is None else max(bound, self.floor)
 
     @staticmethod
     def _clamped(bound: float | None, cost: float | None) -> float | None:

@@ -45,6 +45,7 @@ __all__ = [
     "memory_units",
     "estimate_size",
     "build_array_model",
+    "cheapest_once",
     "MAX_ROW_UNITS",
 ]
 
@@ -486,3 +487,13 @@ def add_memory_constraints(model: ArrayModel, b: _Builder) -> None:
                     if (d, t, e) in model.F:
                         pending_cols.append(model.F[d, t, e])
                         pending_vals.append(float(size[g.edge_pairs[e][0]]))
+
+
+def cheapest_once(model: ArrayModel) -> float:
+    """A lower bound on any schedule's cost: each node once, on its cheapest device that can
+    hold it with its inputs (the frontier computes every node at least once)."""
+    g = model.graph
+    total = 0.0
+    for k in range(g.n):
+        total += min(float(g.cost[d, k]) for d in range(g.num_devices) if (d, k, k) in model.R)
+    return total

@@ -20,7 +20,14 @@ from solver.bounds import explain_infeasible
 from solver.graph import Graph
 from solver.greedy import best_heterogeneous
 from solver.incumbents import Incumbents, ProgressCallback, SolveResult
-from solver.miqp import ArrayModel, BuildInterrupted, ModelTooLarge, build_array_model
+from solver.lns import search_windows
+from solver.miqp import (
+    ArrayModel,
+    BuildInterrupted,
+    ModelTooLarge,
+    build_array_model,
+    cheapest_once,
+)
 from solver.miqp_schedule import values_from_schedule
 from solver.schedule import Schedule
 from solver.simulate import Timeline, simulate
@@ -37,7 +44,9 @@ class SolveOptions:
 
     ``warm_start`` computes the heuristic schedules first and keeps the best as our own
     incumbent. ``mip_start`` (``None``: per backend, see :func:`_mip_start`) also hands it to
-    the backend; ``cutoff`` makes the backend look only for cheaper schedules.
+    the backend; ``cutoff`` makes the backend look only for cheaper schedules. ``improve``
+    runs a neighbourhood search (:mod:`solver.lns`) beside the full model, which then only
+    has to prove: schedules come from both.
     """
 
     backend: str = "cbc"
@@ -47,6 +56,7 @@ class SolveOptions:
     warm_start: bool = True
     mip_start: bool | None = None
     cutoff: bool = False
+    improve: bool = False
 
 
 def solve_xengine(
@@ -191,14 +201,49 @@ def _run_model(
         threads=options.threads,
         cutoff=_cutoff(options, best),
     )
-    return run_backend(
-        model.program,
-        backend_options,
-        best.merged_progress(on_progress),
-        cancel,
-        start=start,
-        on_solution=lambda values: best.offer_values(model, values),
-    )
+    best.floor = max(best.floor or 0.0, cheapest_once(model))
+    proven = threading.Event()
+    search = None
+    if options.improve and best.timeline is not None:
+        search = threading.Thread(
+            target=_improve,
+            args=(model, best, options.backend, deadline, cancel, proven),
+            name="xengine-lns",
+            daemon=True,
+        )
+        search.start()
+    try:
+        return run_backend(
+            model.program,
+            backend_options,
+            best.merged_progress(on_progress),
+            cancel,
+            start=start,
+            on_solution=lambda values: best.offer_values(model, values),
+        )
+    finally:
+        proven.set()  # the full model has finished (proved, or ran out of time): stop searching
+        if search is not None:
+            search.join()
+
+
+def _improve(
+    model: ArrayModel,
+    best: Incumbents,
+    backend: str,
+    deadline: float,
+    cancel: threading.Event | None,
+    stop: threading.Event,
+) -> None:
+    """The neighbourhood search beside the full model, on a model whose schedules all fit:
+    where memory is rounded, the safe rounding (a relaxed model's window would keep finding
+    schedules that overrun by a few bytes)."""
+    if model.memory.rounding != "safe" and not model.memory.all_exact:
+        try:
+            model = build_array_model(model.graph, rounding="safe", deadline=deadline, cancel=stop)
+        except (BuildInterrupted, ModelTooLarge):
+            return
+    search_windows(model, best, backend, deadline, cancel, stop)
 
 
 def _mip_start(options: SolveOptions) -> bool:

@@ -53,6 +53,36 @@ class LinearProgram:
 
         return replace(self, col_lower=lower, col_upper=upper)
 
+    def restricted(self, free: np.ndarray, x: np.ndarray) -> tuple[LinearProgram, np.ndarray]:
+        """The program over the ``free`` columns with every other column fixed at ``x``.
+
+        Fixed columns move into the rows' bounds and the objective's constant; rows left
+        without a free column are dropped (``x`` must satisfy them). Returns the smaller
+        program and, per column of it, the column it was in this one.
+        """
+        columns = np.flatnonzero(free)
+        fixed_x = np.where(free, 0.0, x)
+        contribution = self.activity(fixed_x)
+        entry_free = free[self.cols]
+        rows_used = np.unique(self.rows[entry_free])
+        row_map = np.full(self.num_rows, -1, dtype=np.int64)
+        row_map[rows_used] = np.arange(len(rows_used))
+        col_map = np.full(self.num_cols, -1, dtype=np.int64)
+        col_map[columns] = np.arange(len(columns))
+        sub = LinearProgram(
+            cost=self.cost[columns],
+            col_lower=self.col_lower[columns],
+            col_upper=self.col_upper[columns],
+            integer=self.integer[columns],
+            rows=row_map[self.rows[entry_free]],
+            cols=col_map[self.cols[entry_free]],
+            vals=self.vals[entry_free],
+            row_lower=self.row_lower[rows_used] - contribution[rows_used],
+            row_upper=self.row_upper[rows_used] - contribution[rows_used],
+            offset=self.offset + float(self.cost @ fixed_x),
+        )
+        return sub, columns
+
     def csc(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Column-wise (start, index, value) of ``A`` with duplicates summed."""
         order = np.lexsort((self.rows, self.cols))
