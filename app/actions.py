@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QMenu, QStyle, QToolBar
 from app.commands import AddNodeCommand, BuildTrainingGraphCommand, DeleteCommand
 from app.dialogs import FileDialog
 from app.export import export_chrome_trace
-from solver.examples import bundled_graphs
+from solver.document.examples import bundled_graphs
 
 if TYPE_CHECKING:
     from app.main_window import MainWindow

@@ -1,9 +1,9 @@
 """Undo commands: every edit of the graph, its devices and budgets is one of these.
 
 Each command computes its target graph in ``__init__`` with the pure functions of
-:mod:`solver.edits`, so an invalid edit raises :class:`GraphFormatError` *before* it is pushed and
-the undo stack only ever holds edits that worked. Graphs are frozen, so a command keeps the old
-and the new graph and swaps them; it changes the document, never a view (style rule 13).
+:mod:`solver.editing.edits`, so an invalid edit raises :class:`GraphFormatError` *before* it is
+pushed and the undo stack only ever holds edits that worked. Graphs are frozen, so a command keeps
+the old and the new graph and swaps them; it changes the document, never a view (style rule 13).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QUndoCommand
 
-from solver import device_edits, edits
+from solver.document.graph import Device, Graph, Node
+from solver.document.training import build_training_graph
+from solver.document.units import format_size
+from solver.editing import device_edits, edits
 from solver.errors import GraphFormatError
-from solver.graph import Device, Graph, Node
-from solver.training import build_training_graph
-from solver.units import format_size
 
 if TYPE_CHECKING:
     from app.document import Document

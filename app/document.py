@@ -19,10 +19,10 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from app.project import SolverSettings
+from solver.document.graph import Graph
 from solver.errors import XEngineError
-from solver.graph import Graph
-from solver.simulate import OpEvent, Timeline
-from solver.solve import SolveResult
+from solver.execution.simulate import OpEvent, Timeline
+from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
 __all__ = ["Document", "ResultKey"]

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import QInputDialog, QMenu, QMessageBox, QWidget
 
 from app.dialogs import ErrorDialog
 from app.workers import ProcessWorker
-from solver.graph import Graph
-from solver.schedule import Schedule
-from solver.units import format_size
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
+from solver.document.units import format_size
 
 __all__ = ["ExecuteAction", "DeviceMapDialog", "ExecutionDialog", "execute_job", "report_text"]
 

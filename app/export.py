@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from solver.csvsafe import neutralise_row
-from solver.formats import atomic_write_bytes, atomic_write_text, save_schedule
-from solver.schedule import Schedule
-from solver.simulate import Timeline
+from solver.document.csvsafe import neutralise_row
+from solver.document.formats import atomic_write_bytes, atomic_write_text, save_schedule
+from solver.document.schedule import Schedule
+from solver.execution.simulate import Timeline
 
 __all__ = [
     "CSV_COLUMNS",

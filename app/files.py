@@ -20,10 +20,10 @@ from app.document import Document
 from app.export import export_schedule_json, export_timeline_csv, export_widget
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
-from solver.edits import empty_graph
+from solver.document.examples import bundled_graphs
+from solver.document.formats import load_graph, load_schedule, save_graph
+from solver.editing.edits import empty_graph
 from solver.errors import XEngineError, printable
-from solver.examples import bundled_graphs
-from solver.formats import load_graph, load_schedule, save_graph
 
 __all__ = ["FileController", "PROJECT_SUFFIX", "OPEN_FILTERS"]
 

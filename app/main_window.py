@@ -38,9 +38,9 @@ from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.solving import SolveController
 from app.tour import Tour
 from app.views.graph_view import GraphView
+from solver.document.examples import DEFAULT_EXAMPLE
 from solver.errors import printable
-from solver.examples import DEFAULT_EXAMPLE
-from solver.solve import SolveResult
+from solver.optimize.solve import SolveResult
 
 __all__ = ["MainWindow", "run", "create_window", "startup_file", "CENTRAL_VIEWS"]
 

@@ -13,9 +13,7 @@ import os
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from solver.backends import available_backends
-from solver.errors import GraphFormatError
-from solver.formats import (
+from solver.document.formats import (
     GRAPH_FORMAT,
     SCHEDULE_FORMAT,
     graph_from_dict,
@@ -25,12 +23,14 @@ from solver.formats import (
     schedule_to_dict,
     write_json,
 )
-from solver.graph import Graph
-from solver.schedule import Schedule, SolverInfo
-from solver.simulate import effective_graph, simulate
-from solver.solve import SolveResult
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule, SolverInfo
+from solver.document.units import parse_size
+from solver.errors import GraphFormatError
+from solver.execution.simulate import effective_graph, simulate
+from solver.optimize.backends import available_backends
+from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
-from solver.units import parse_size
 
 __all__ = [
     "PROJECT_FORMAT",
@@ -49,7 +49,7 @@ PROJECT_FORMAT = "xengine-project"
 
 @dataclass(frozen=True)
 class SolverSettings:
-    """What the Solve button runs: a ``solver.methods`` name, a backend and its limits."""
+    """What the Solve button runs: a ``solver.optimize.methods`` name, a backend and its limits."""
 
     method: str = "xengine"
     backend: str = "cbc"

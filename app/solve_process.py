@@ -28,11 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
-from solver.graph import Graph
-from solver.methods import solve
-from solver.schedule import Schedule
-from solver.simulate import Timeline, simulate
-from solver.solve import SolveOptions, SolveResult
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
+from solver.execution.simulate import Timeline, simulate
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import Progress
 
 __all__ = [
@@ -79,7 +79,8 @@ def solve_reporting_incumbents(
     report: Callable[[object], None],
     cancel: threading.Event | None = None,
 ) -> SolveResult:
-    """``solver.methods.solve`` whose reports carry incumbents as :class:`ProvisionalSchedule`.
+    """``solver.optimize.methods.solve`` whose reports carry incumbents as
+    :class:`ProvisionalSchedule`.
 
     A ``Progress`` with a ``schedule`` is reported without it (the schedule is not sent twice),
     followed by the replayed :class:`ProvisionalSchedule`; a schedule that does not replay
@@ -112,7 +113,7 @@ def _get_context() -> multiprocessing.context.BaseContext:
             # Children import the parent's __main__ (main.py) unless the server already has:
             # preloading it makes that a one-off cost instead of one per solve.
             _context.set_forkserver_preload(
-                ["__main__", "solver.methods", "solver.sweep", __name__]
+                ["__main__", "solver.optimize.methods", "solver.sweeps.sweep", __name__]
             )
     return _context
 
@@ -124,7 +125,7 @@ def solve_in_process(
     on_progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> SolveResult:
-    """``solver.methods.solve`` in a child process (see :func:`run_in_process`).
+    """``solver.optimize.methods.solve`` in a child process (see :func:`run_in_process`).
 
     ``on_progress`` gets every :class:`Progress` report and, for each new incumbent, a
     :class:`ProvisionalSchedule`; setting ``cancel`` stops the solve, and the result (status

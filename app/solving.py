@@ -23,7 +23,7 @@ from app.document import Document
 from app.solve_process import ProvisionalSchedule
 from app.store_lookup import options_from, remember_result, stored_result
 from app.workers import ProcessWorker, SolveRequest, SolveWorker
-from solver.solve import SolveOptions, SolveResult
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import Progress, SolveStatus
 
 __all__ = ["SolveController", "format_objective"]

@@ -6,7 +6,7 @@ slider, a re-opened graph), and store every finished solve. A stored result that
 shorter time limit than the settings ask is shown too, with a note, but not taken as the
 answer: auto-solve (or Solve) runs again. :class:`SweepRunner` runs an explorer sweep: stored
 points arrive at once, the others are solved by up to ``jobs`` child processes at a time
-(:func:`solver.sweep.run_task`, which also stores them), and arrive as they finish.
+(:func:`solver.sweeps.sweep.run_task`, which also stores them), and arrive as they finish.
 
 The store is ``$XENGINE_STORE`` or the user's data directory (``XENGINE_STORE=off``: none),
 read when each lookup is made; every failure of the store is only a logged warning.
@@ -22,10 +22,10 @@ from functools import partial
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.workers import ProcessWorker
-from solver.graph import Graph
+from solver.document.graph import Graph
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.results.store import ResultStore, default_store_path
-from solver.solve import SolveOptions, SolveResult
-from solver.sweep import SweepPoint, SweepTask, default_jobs, run_task
+from solver.sweeps.sweep import SweepPoint, SweepTask, default_jobs, run_task
 
 __all__ = [
     "StoredAnswer",
@@ -103,7 +103,7 @@ class SweepRunner(QObject):
     """
 
     point = Signal(object)
-    """A :class:`~solver.sweep.SweepPoint` arrived (from the store or a solve)."""
+    """A :class:`~solver.sweeps.sweep.SweepPoint` arrived (from the store or a solve)."""
     finished = Signal(list)
     """The sweep ended: its points in task order (partial after a cancel)."""
     failed = Signal(str)

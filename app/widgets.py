@@ -15,7 +15,7 @@ from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QLineEdit, QSlider, QStyle, QStyleOptionSlider, QWidget
 
-from solver.units import parse_size
+from solver.document.units import parse_size
 
 __all__ = ["exact_size_text", "size_text", "SizeEdit", "MarkedSlider", "ERROR_STYLE"]
 

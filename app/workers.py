@@ -21,8 +21,8 @@ from typing import ClassVar
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal, Slot
 
 from app.solve_process import Job, SolveProcessError, run_in_process, solve_reporting_incumbents
-from solver.graph import Graph
-from solver.solve import SolveOptions
+from solver.document.graph import Graph
+from solver.optimize.solve import SolveOptions
 
 __all__ = ["SolveRequest", "WorkerSignals", "ProcessWorker", "SolveWorker"]
 
@@ -132,7 +132,8 @@ class ProcessWorker(QRunnable):
 
 
 class SolveWorker(ProcessWorker):
-    """Run ``solver.methods.solve`` for one request; ``finished`` carries its ``SolveResult``.
+    """Run ``solver.optimize.methods.solve`` for one request; ``finished`` carries its
+    ``SolveResult``.
 
     ``progress`` carries the solve's ``Progress`` reports and, for each new incumbent, a
     :class:`~app.solve_process.ProvisionalSchedule` already replayed in the child.

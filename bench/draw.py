@@ -41,10 +41,10 @@ from app.views.matrices import MatricesView  # noqa: E402
 from app.views.memory import MemoryView  # noqa: E402
 from app.views.schedule_view import ScheduleView  # noqa: E402
 from app.views.tensors import TensorMemoryView  # noqa: E402
-from solver.graph import Device, Edge, Graph, Link, Node, make_graph  # noqa: E402
-from solver.schedule import Operation, Schedule, Stage  # noqa: E402
-from solver.simulate import simulate  # noqa: E402
-from solver.solve import SolveResult  # noqa: E402
+from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph  # noqa: E402
+from solver.document.schedule import Operation, Schedule, Stage  # noqa: E402
+from solver.execution.simulate import simulate  # noqa: E402
+from solver.optimize.solve import SolveResult  # noqa: E402
 from solver.status import SolveStatus  # noqa: E402
 
 MB = 10**6
@@ -165,7 +165,7 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
 
     from app.main_window import MainWindow
     from app.settings import AppSettings
-    from solver.bounds import no_remat_peak
+    from solver.optimize.bounds import no_remat_peak
 
     QStandardPaths.setTestModeEnabled(True)  # throw-away settings
     app = QApplication.instance()

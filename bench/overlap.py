@@ -7,10 +7,10 @@ Per graph and budget (the GPU limited, the host keeping its memory, as in bench/
   ``--time-limit`` (``optimal`` = proven; ``feasible`` = the limit hit, not proven), the greedy
   heterogeneous heuristic and the best single device (a time-limited MIQP can lose to it); the
   column names which one it is;
-- ``conc.``: the concurrent makespan of that same schedule (solver/concurrent.py);
-- ``overlap``: the best concurrent makespan of solver/overlap.py's local search started from the
-  serial schedule and from each other valid one above (``--overlap-time`` seconds each), with
-  that schedule's own serial cost and the start it came from: a heuristic, never proven;
+- ``conc.``: the concurrent makespan of that same schedule (solver/execution/concurrent.py);
+- ``overlap``: the best concurrent makespan of solver/optimize/overlap.py's local search started
+  from the serial schedule and from each other valid one above (``--overlap-time`` seconds
+  each), with that schedule's own serial cost and the start it came from: a heuristic, never proven;
 - ``single``: the best single device, serial = concurrent: the best of Checkmate's model (HiGHS,
   same limit; ``optimal`` when proven), checkpoint-all and Chen's greedy on each device.
 
@@ -28,15 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.backends import available_backends  # noqa: E402
-from solver.bounds import no_remat_peak  # noqa: E402
-from solver.concurrent import concurrent_makespan  # noqa: E402
-from solver.examples import bundled_graphs  # noqa: E402
-from solver.formats import load_graph  # noqa: E402
-from solver.graph import Graph  # noqa: E402
-from solver.methods import solve  # noqa: E402
-from solver.overlap import optimize_overlap  # noqa: E402
-from solver.solve import SolveOptions, SolveResult  # noqa: E402
+from solver.document.examples import bundled_graphs  # noqa: E402
+from solver.document.formats import load_graph  # noqa: E402
+from solver.document.graph import Graph  # noqa: E402
+from solver.execution.concurrent import concurrent_makespan  # noqa: E402
+from solver.optimize.backends import available_backends  # noqa: E402
+from solver.optimize.bounds import no_remat_peak  # noqa: E402
+from solver.optimize.methods import solve  # noqa: E402
+from solver.optimize.overlap import optimize_overlap  # noqa: E402
+from solver.optimize.solve import SolveOptions, SolveResult  # noqa: E402
 
 GRAPHS = ("vgg16", "resnet18", "unet", "transformer")
 SHARES = (0.6, 0.4)

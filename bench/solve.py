@@ -18,13 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.backends import available_backends  # noqa: E402
-from solver.bounds import no_remat_peak  # noqa: E402
-from solver.examples import bundled_graphs  # noqa: E402
-from solver.formats import load_graph  # noqa: E402
-from solver.generators import unit_chain  # noqa: E402
-from solver.graph import Device, Graph, Link  # noqa: E402
-from solver.solve import SolveOptions, solve_xengine  # noqa: E402
+from solver.document.examples import bundled_graphs  # noqa: E402
+from solver.document.formats import load_graph  # noqa: E402
+from solver.document.generators import unit_chain  # noqa: E402
+from solver.document.graph import Device, Graph, Link  # noqa: E402
+from solver.optimize.backends import available_backends  # noqa: E402
+from solver.optimize.bounds import no_remat_peak  # noqa: E402
+from solver.optimize.solve import SolveOptions, solve_xengine  # noqa: E402
 
 COLUMNS = (
     "graph",

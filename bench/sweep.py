@@ -27,11 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.examples import bundled_graphs  # noqa: E402
-from solver.formats import load_graph  # noqa: E402
+from solver.document.examples import bundled_graphs  # noqa: E402
+from solver.document.formats import load_graph  # noqa: E402
+from solver.optimize.solve import SolveOptions  # noqa: E402
 from solver.results.store import ResultStore  # noqa: E402
-from solver.solve import SolveOptions  # noqa: E402
-from solver.sweep import SweepPoint, budget_steps, run_sweep, sweep_tasks  # noqa: E402
+from solver.sweeps.sweep import SweepPoint, budget_steps, run_sweep, sweep_tasks  # noqa: E402
 
 
 def _tasks(names: list[str], steps: int, options: SolveOptions) -> list:

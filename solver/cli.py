@@ -18,20 +18,20 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from solver.backends import available_backends
-from solver.bounds import no_remat_peak
-from solver.concurrent import concurrent_makespan
+from solver.document.examples import bundled_graphs
+from solver.document.formats import load_graph, load_schedule, save_schedule
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
+from solver.document.units import MAX_SIZE, format_ms, format_size, parse_size
 from solver.errors import XEngineError, printable
-from solver.examples import bundled_graphs
-from solver.formats import load_graph, load_schedule, save_schedule
-from solver.graph import Graph
-from solver.methods import METHODS, parse_method
-from solver.schedule import Schedule
-from solver.simulate import Timeline, effective_graph, simulate
-from solver.solve import SolveOptions, SolveResult
+from solver.execution.concurrent import concurrent_makespan
+from solver.execution.simulate import Timeline, effective_graph, simulate
+from solver.optimize.backends import available_backends
+from solver.optimize.bounds import no_remat_peak
+from solver.optimize.methods import METHODS, parse_method
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
-from solver.sweep import budget_steps
-from solver.units import MAX_SIZE, format_ms, format_size, parse_size
+from solver.sweeps.sweep import budget_steps
 
 __all__ = ["main", "parse_budget", "resolve_graph_path"]
 
@@ -67,7 +67,7 @@ def parse_budget(graph: Graph, text: str) -> tuple[str, int]:
 
     Examples
     --------
-    >>> from solver.generators import unit_chain
+    >>> from solver.document.generators import unit_chain
     >>> parse_budget(unit_chain(4), "cpu=50%"), parse_budget(unit_chain(4), "cpu=2KiB")
     (('cpu', 3), ('cpu', 2048))
     """
@@ -163,7 +163,10 @@ def _stdout_to_stderr():
 def _concurrent_ms(
     graph: Graph, schedule: Schedule | None, timeline: Timeline | None
 ) -> float | None:
-    """The concurrent-execution estimate (solver/concurrent.py) of a valid replay, else None."""
+    """The concurrent-execution estimate (solver/execution/concurrent.py) of a valid replay.
+
+    None when there is no schedule or its replay is invalid.
+    """
     if schedule is None or timeline is None or not timeline.valid:
         return None
     return round(concurrent_makespan(graph, schedule, timeline), 6)
@@ -302,7 +305,7 @@ def _fraction(text: str, graph: Graph) -> float:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from solver.sweep_cli import graph_label, run_sweep_command
+    from solver.sweeps.cli import graph_label, run_sweep_command
 
     graphs = [(graph_label(text), _load(text, args.budget)) for text in [args.graph, *args.more]]
     for label, graph in graphs:

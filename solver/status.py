@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from solver.schedule import Schedule
+    from solver.document.schedule import Schedule
 
 __all__ = ["SolveStatus", "Progress"]
 

@@ -37,9 +37,9 @@ from app.commands import (
 )
 from app.document import Document
 from app.widgets import MarkedSlider, SizeEdit, exact_size_text
-from solver.bounds import lower_bound, no_remat_peak
-from solver.graph import Device, Graph
-from solver.units import format_size, parse_bandwidth
+from solver.document.graph import Device, Graph
+from solver.document.units import format_size, parse_bandwidth
+from solver.optimize.bounds import lower_bound, no_remat_peak
 
 __all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS", "below_bound_note", "landmarks_text"]
 

@@ -36,9 +36,9 @@ from app.commands import (
 )
 from app.document import Document
 from app.widgets import SizeEdit
-from solver.bounds import no_remat_peak
-from solver.graph import NODE_KINDS, Graph
-from solver.units import format_ms, format_size
+from solver.document.graph import NODE_KINDS, Graph
+from solver.document.units import format_ms, format_size
+from solver.optimize.bounds import no_remat_peak
 
 __all__ = ["InspectorPanel"]
 

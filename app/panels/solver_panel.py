@@ -34,9 +34,9 @@ from app.project import SolverSettings
 from app.solving import SolveController, format_objective
 from app.theme import colors_for
 from app.workers import SolveRequest
-from solver.backends import available_backends
-from solver.graph import Graph
-from solver.solve import SolveResult
+from solver.document.graph import Graph
+from solver.optimize.backends import available_backends
+from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
 __all__ = ["SolverPanel", "method_choices", "LOG_MAX_LINES"]
@@ -53,7 +53,7 @@ _SINGLE = (
 
 
 def method_choices(graph: Graph | None) -> list[tuple[str, str]]:
-    """``(label, solver.methods name)`` for every method the Solve button can run."""
+    """``(label, solver.optimize.methods name)`` for every method the Solve button can run."""
     choices = [("XEngine (all devices)", "xengine"), ("Checkmate (best device)", "checkmate")]
     for name, label in _SINGLE:
         for device in graph.devices if graph else ():

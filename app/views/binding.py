@@ -1,17 +1,17 @@
 """What binds at one step of a schedule: which device is at its memory limit, which tensor had
 to be recomputed or copied, in words for the step-through panel.
 
-Everything comes from the replayed timeline (and ``solver.explain.recompute_reason`` for a
+Everything comes from the replayed timeline (and ``solver.execution.explain.recompute_reason`` for a
 recomputation), so the sentence agrees with the Gantt chart and the memory curves.
 """
 
 from __future__ import annotations
 
-from solver.explain import recompute_reason
-from solver.graph import Graph
-from solver.schedule import Schedule
-from solver.simulate import Timeline
-from solver.units import format_size
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
+from solver.document.units import format_size
+from solver.execution.explain import recompute_reason
+from solver.execution.simulate import Timeline
 
 __all__ = ["AT_LIMIT", "binding_constraints"]
 
@@ -26,9 +26,9 @@ def binding_constraints(
 
     Examples
     --------
-    >>> from solver.generators import unit_chain
-    >>> from solver.baselines import checkpoint_all
-    >>> from solver.simulate import simulate
+    >>> from solver.document.generators import unit_chain
+    >>> from solver.optimize.baselines import checkpoint_all
+    >>> from solver.execution.simulate import simulate
     >>> g = unit_chain(1, budget=3)
     >>> s = checkpoint_all(g, "cpu")
     >>> binding_constraints(g, s, simulate(g, s), 2)

@@ -1,8 +1,8 @@
 """XEngine against the single-device methods on the current graph and budgets.
 
-Runs :func:`solver.methods.compare` in the background: Checkmate's optimum on each device alone,
-checkpoint-all and Chen's sqrt(n) on each device, then XEngine over all devices. A table and a
-bar chart show each schedule's time and the speedup over the best single device (XEngine's
+Runs :func:`solver.optimize.methods.compare` in the background: Checkmate's optimum on each device
+alone, checkpoint-all and Chen's sqrt(n) on each device, then XEngine over all devices. A table and
+a bar chart show each schedule's time and the speedup over the best single device (XEngine's
 claim); infeasible entries say why. Selecting a row puts that schedule on display.
 """
 
@@ -34,10 +34,10 @@ from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import configure_plot, install_export_action
 from app.workers import ProcessWorker
-from solver.graph import Graph
-from solver.methods import Comparison, compare
-from solver.solve import SolveOptions, SolveResult
-from solver.units import format_ms, format_size
+from solver.document.graph import Graph
+from solver.document.units import format_ms, format_size
+from solver.optimize.methods import Comparison, compare
+from solver.optimize.solve import SolveOptions, SolveResult
 
 __all__ = ["ComparisonView", "method_label", "default_methods"]
 
@@ -79,7 +79,7 @@ def method_label(method: str, graph: Graph | None = None) -> str:
 
 
 class ComparisonView(QWidget):
-    """Table and bar chart of :func:`solver.methods.compare` for the document's graph.
+    """Table and bar chart of :func:`solver.optimize.methods.compare` for the document's graph.
 
     Listens to ``graph_changed`` and ``budgets_changed`` (results become stale and a running
     comparison is cancelled) and ``result_changed`` (the row on display is selected). Writes

@@ -30,11 +30,11 @@ from app.document import Document
 from app.store_lookup import SweepRunner
 from app.theme import colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
-from solver.bounds import lower_bound, no_remat_peak
-from solver.graph import Graph
-from solver.solve import SolveOptions
-from solver.sweep import SweepPoint, budget_steps, sweep_tasks
-from solver.units import format_ms, format_size
+from solver.document.graph import Graph
+from solver.document.units import format_ms, format_size
+from solver.optimize.bounds import lower_bound, no_remat_peak
+from solver.optimize.solve import SolveOptions
+from solver.sweeps.sweep import SweepPoint, budget_steps, sweep_tasks
 
 __all__ = ["ExplorerView", "sweep_fractions"]
 

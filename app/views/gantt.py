@@ -46,10 +46,10 @@ from app.views.timeline_nav import (
     merge_intervals,
     navigate,
 )
-from solver.explain import recompute_reason
-from solver.graph import NODE_KINDS
-from solver.simulate import Timeline
-from solver.units import format_ms
+from solver.document.graph import NODE_KINDS
+from solver.document.units import format_ms
+from solver.execution.explain import recompute_reason
+from solver.execution.simulate import Timeline
 
 __all__ = ["Bar", "GanttView"]
 

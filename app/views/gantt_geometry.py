@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from solver.simulate import Timeline
+from solver.execution.simulate import Timeline
 
 __all__ = ["consumer_index", "flow_segments", "hatch_segments"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 
 from app.theme import Colors
-from solver.simulate import OpEvent, TransferEvent
-from solver.solve import SolveResult
-from solver.units import format_ms, format_size
+from solver.document.units import format_ms, format_size
+from solver.execution.simulate import OpEvent, TransferEvent
+from solver.optimize.solve import SolveResult
 
 __all__ = ["summary_html", "op_tooltip", "transfer_tooltip"]
 
@@ -43,7 +43,8 @@ def summary_html(result: SolveResult | None, colors: Colors, provisional: bool =
 
 def op_tooltip(op: OpEvent, operator: str, budget: int, reason: str) -> str:
     """Node, kind, stage, device, times and memory of one operation, and why it is a
-    recomputation when it is one (``reason`` from :func:`solver.explain.recompute_reason`)."""
+    recomputation when it is one (``reason`` from
+    :func:`solver.execution.explain.recompute_reason`)."""
     what = op.kind + (f" ({html.escape(operator)})" if operator else "")
     lines = [
         f"<b>{html.escape(op.node)}</b> · {what}"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from solver.document.graph import Edge, Graph, Node, make_graph
 from solver.errors import XEngineError
-from solver.graph import Edge, Graph, Node, make_graph
 
 __all__ = ["GROUP_MARK", "block_of", "collapse"]
 
@@ -26,7 +26,7 @@ _PARTS = re.compile(r"[_.]")
 def block_of(graph: Graph, node_id: str) -> str:
     """The block (module prefix) of ``node_id``.
 
-    >>> from solver.generators import unit_chain
+    >>> from solver.document.generators import unit_chain
     >>> g = unit_chain(2)
     >>> block_of(g, "n0"), _prefix("layer1_0_conv1"), _prefix("layer1_0_downsample_0")
     ('n0', 'layer1_0', 'layer1_0')

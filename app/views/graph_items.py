@@ -3,7 +3,7 @@
 A node box is coloured by kind (the theme's forward/loss/backward colours, as in the Gantt), its
 height grows with the square root of its output size, and its second line shows op and memory.
 During a step-through each box carries one chip per device, coloured by the status of its
-tensor there (``solver.explain``: resident, computing, transferred, freed).
+tensor there (``solver.execution.explain``: resident, computing, transferred, freed).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from app.theme import Colors
-from solver.graph import Graph, Node
-from solver.units import format_ms, format_size
+from solver.document.graph import Graph, Node
+from solver.document.units import format_ms, format_size
 
 __all__ = ["NodeItem", "EdgeItem", "NODE_WIDTH", "STATUS_LABELS", "status_colour"]
 

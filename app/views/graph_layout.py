@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from solver.graph import Graph
+from solver.document.graph import Graph
 
 __all__ = ["Placement", "layout_graph", "can_fold"]
 

@@ -4,7 +4,7 @@ Click a node to select it, drag from one node onto another to connect them, doub
 background to add a node, right-click for delete; wheel zooms, dragging the background pans.
 Every edit is an undo command pushed through ``document.edit`` (a refused edit, e.g. a cycle,
 comes back as ``document.edit_refused``). During a step-through (``document.cursor`` set) each
-node shows where its tensor lives, from ``solver.explain.state_at``.
+node shows where its tensor lives, from ``solver.execution.explain.state_at``.
 
 Listens to ``graph_changed`` (re-layout), ``selection_changed``/``edge_selection_changed``
 (highlight), ``result_changed``/``cursor_changed`` (step colours). Writes ``set_selection``,
@@ -46,8 +46,8 @@ from app.views.graph_items import (
 )
 from app.views.graph_layout import layout_graph
 from app.views.graph_minimap import Minimap
-from solver.edits import next_node_id
-from solver.graph import Graph
+from solver.document.graph import Graph
+from solver.editing.edits import next_node_id
 
 __all__ = ["GraphView", "step_residency"]
 
@@ -62,8 +62,8 @@ ROW_SPACING = MAX_HEIGHT + 34
 def step_residency(document: Document) -> dict[str, dict[str, str]] | None:
     """Where each tensor lives at the step cursor (``None`` when not stepping).
 
-    Uses ``solver.explain.state_at``; if that module is missing or fails, falls back to the
-    simulator's memory curves (resident/computing/copied, without "freed").
+    Uses ``solver.execution.explain.state_at``; if that module is missing or fails, falls back to
+    the simulator's memory curves (resident/computing/copied, without "freed").
     """
     result, cursor, graph = document.result, document.cursor, document.graph
     if cursor is None or graph is None or result is None or result.timeline is None:
@@ -71,9 +71,9 @@ def step_residency(document: Document) -> dict[str, dict[str, str]] | None:
     if result.schedule is None or not result.timeline.ops:
         return None
     try:
-        from solver.explain import state_at
+        from solver.execution.explain import state_at
     except ImportError:
-        logger.info("solver.explain is not available; step colours from memory curves")
+        logger.info("solver.execution.explain is not available; step colours from memory curves")
         return _residency_from_curves(document)
     try:
         state = state_at(graph, result.schedule, result.timeline, cursor)

@@ -5,9 +5,9 @@ in stage ``t`` (the diagonal is each node's first computation, cells left of it 
 recomputations); ``S[t, i]``: its output is resident there when stage ``t`` starts. Each matrix is
 one ``pg.ImageItem`` of one-byte cell codes with a colour table (Qt draws it as an indexed image,
 no RGBA copy), as in pyqtgraph's ``MatrixDisplayExample``; the matrices come from
-:func:`solver.explain.stage_matrices`, i.e. from the replayed timeline and the keep sets. The axes
-name the nodes (as many as fit), every matrix fits its plot (Fit, or double-click, brings the whole
-matrix back after a zoom), and a hidden view redraws only when shown again.
+:func:`solver.execution.explain.stage_matrices`, i.e. from the replayed timeline and the keep sets.
+The axes name the nodes (as many as fit), every matrix fits its plot (Fit, or double-click, brings
+the whole matrix back after a zoom), and a hidden view redraws only when shown again.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from app.document import Document
 from app.theme import Colors, colors_for, style_plot
 from app.views.plotting import HoverProxy, install_export_action, result_matches
-from solver.explain import StageMatrices, stage_matrices
+from solver.execution.explain import StageMatrices, stage_matrices
 
 __all__ = ["MatricesView"]
 

@@ -2,7 +2,7 @@
 
 Each device gets its own plot (and y scale) because budgets differ by orders of magnitude (16 GiB
 of host memory next to a few MiB of GPU memory would flatten one of them). The curves are the
-simulator's :class:`~solver.simulate.MemoryCurve` step functions, drawn with
+simulator's :class:`~solver.execution.simulate.MemoryCurve` step functions, drawn with
 ``stepMode="center"``: ``len(x) == len(y) + 1`` and ``y[j]`` holds on ``[x[j], x[j+1])``, exactly
 the curve's definition (qt-stack.md §3.3 #3 explains why not ``"left"``).
 """
@@ -21,8 +21,8 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
-from solver.simulate import MemoryCurve, Timeline
-from solver.units import format_ms, format_size
+from solver.document.units import format_ms, format_size
+from solver.execution.simulate import MemoryCurve, Timeline
 
 __all__ = ["MemoryView"]
 

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.export import export_widget
 from app.theme import Colors
-from solver.graph import Graph
-from solver.solve import SolveResult
+from solver.document.graph import Graph
+from solver.optimize.solve import SolveResult
 
 __all__ = [
     "AXIS_WIDTH",

@@ -2,7 +2,7 @@
 
 The panel moves the document's step cursor (``document.set_cursor``); every view follows it
 (Gantt outline, memory cursor line, matrix row, graph colours). The explanation comes from
-:func:`solver.explain.state_at`, the same function the graph view colours nodes with.
+:func:`solver.execution.explain.state_at`, the same function the graph view colours nodes with.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from app.icons import media_icon
 from app.theme import colors_for
 from app.views.binding import binding_constraints
 from app.views.plotting import result_matches
-from solver.explain import state_at
-from solver.units import format_ms, format_size
+from solver.document.units import format_ms, format_size
+from solver.execution.explain import state_at
 
 __all__ = ["StepperPanel"]
 

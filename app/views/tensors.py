@@ -1,8 +1,8 @@
 """Memory per tensor, like PyTorch's memory_viz: one stacked band per resident tensor, per device.
 
-At each step of a device's :class:`~solver.simulate.MemoryCurve` the resident tensors are stacked
-in graph order, so the outline of the stack is exactly the memory curve and each band's height
-is one tensor's bytes. Bands are coloured by layer (a backward node shares its forward node's
+At each step of a device's :class:`~solver.execution.simulate.MemoryCurve` the resident tensors are
+stacked in graph order, so the outline of the stack is exactly the memory curve and each band's
+height is one tensor's bytes. Bands are coloured by layer (a backward node shares its forward node's
 hue); a band that a recomputation brought back is lighter and hatched, one a copy brought is
 outlined in the transfer colour. Hover names the tensor and why it is resident (who needs it
 next, or that it is kept); a click selects its node everywhere; the step cursor lists the exact
@@ -28,10 +28,10 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLay
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
-from solver.graph import Graph
-from solver.simulate import Timeline
-from solver.solve import SolveResult
-from solver.units import format_ms, format_size
+from solver.document.graph import Graph
+from solver.document.units import format_ms, format_size
+from solver.execution.simulate import Timeline
+from solver.optimize.solve import SolveResult
 
 __all__ = ["Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
 
@@ -67,9 +67,9 @@ def tensor_bands(graph: Graph, timeline: Timeline, device: str) -> Bands:
 
     Examples
     --------
-    >>> from solver.generators import unit_chain
-    >>> from solver.baselines import checkpoint_all
-    >>> from solver.simulate import simulate
+    >>> from solver.document.generators import unit_chain
+    >>> from solver.optimize.baselines import checkpoint_all
+    >>> from solver.execution.simulate import simulate
     >>> g = unit_chain(1)
     >>> s = checkpoint_all(g, "cpu")
     >>> b = tensor_bands(g, simulate(g, s), "cpu")

@@ -1,4 +1,4 @@
-"""From an operator list and its costs to a training :class:`~solver.graph.Graph`.
+"""From an operator list and its costs to a training :class:`~solver.document.graph.Graph`.
 
 Both importers end here, so a network gives the same graph whichever way it came in.
 
@@ -6,7 +6,7 @@ Both importers end here, so a network gives the same graph whichever way it came
   producer (conv+BN+ReLU is one node, as a Keras layer or Checkmate's graphs). A fused node's
   memory also holds the tensors its folded parts keep for the backward (BN's input, max-pool
   indices), so fusion never hides memory. **Op level** keeps one node per operator.
-* The training graph is :func:`solver.training.build_training_graph` with the rules of
+* The training graph is :func:`solver.document.training.build_training_graph` with the rules of
   graph-import.md §2.3: the backward of a node reads its forward inputs only when autograd saves
   them, and its own forward output (or the tensors kept alongside) when those are saved; its
   memory is the gradient of its activation inputs (0 for the first convolution).
@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from solver.graph import Edge, Graph, Node, make_graph
+from solver.document.graph import Edge, Graph, Node, make_graph
+from solver.document.training import build_training_graph
 from solver.importers.costmodel import LOSS_KEY, CostModel, OpTime
 from solver.importers.hardware import Platform
 from solver.importers.ops import FUSABLE, Op, OpGraph
-from solver.training import build_training_graph
 
 __all__ = ["LEVELS", "fuse_layers", "assemble_graph"]
 

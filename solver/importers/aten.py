@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from solver.graph import Edge, Graph, Node, make_graph
+from solver.document.graph import Edge, Graph, Node, make_graph
 from solver.importers.aten_capture import JointCapture, capture_joint
 from solver.importers.aten_groups import GroupPlan, is_view, op_bytes, op_flops, plan_groups
 from solver.importers.costmodel import RooflineCostModel

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from solver.document.training import LOSS_ID, backward_id
 from solver.importers.aten_capture import JointCapture, node_tag
-from solver.training import LOSS_ID, backward_id
 
 __all__ = [
     "LEVELS",
@@ -467,6 +467,6 @@ def op_bytes(node) -> int:
 
 def _order(groups: list[OpGroup]) -> tuple[OpGroup, ...]:
     """Forward groups, the loss, then backward groups, each in the order of their first op
-    (a workspace just before its node); :func:`solver.graph.make_graph` sorts if needed."""
+    (a workspace just before its node); :func:`solver.document.graph.make_graph` sorts if needed."""
     rank = {"forward": 0, "loss": 1, "backward": 2}
     return tuple(sorted(groups, key=lambda g: rank[g.kind]))

@@ -16,8 +16,8 @@ import argparse
 import json
 import sys
 
+from solver.document.formats import graph_to_dict, save_graph
 from solver.errors import XEngineError
-from solver.formats import graph_to_dict, save_graph
 from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
 

@@ -19,12 +19,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 
+from solver.document.formats import load_graph, load_schedule
+from solver.document.graph import Graph
+from solver.document.units import format_size
 from solver.errors import XEngineError
-from solver.formats import load_graph, load_schedule
-from solver.graph import Graph
 from solver.importers.cli import parse_shape
 from solver.importers.hardware import DEVICES, LINKS, make_platform
-from solver.units import format_size
 
 __all__ = ["execute_command", "parse_device_map"]
 

@@ -2,13 +2,13 @@
 
 The graph's nodes are groups of ATen ops of PyTorch's joint graph
 (:mod:`solver.importers.aten_groups`), so a node runs by calling its ATen ops on real tensors.
-The executor follows the simulator's replay of the schedule (:func:`solver.simulate.simulate`):
-stage by stage, each operation runs its node's ops on the torch device its schedule device is
-mapped to, an input read from another device is copied with ``.to(copy=True)`` for that
-operation only, a tensor is released exactly where the timeline frees it, and whatever a stage
-does not keep is released at its end. A recomputation runs the node's ops again; random ops
-(dropout) replay the generator state of the node's first run, so a recomputed mask equals the
-original one.
+The executor follows the simulator's replay of the schedule
+(:func:`solver.execution.simulate.simulate`): stage by stage, each operation runs its node's ops on
+the torch device its schedule device is mapped to, an input read from another device is copied with
+``.to(copy=True)`` for that operation only, a tensor is released exactly where the timeline frees
+it, and whatever a stage does not keep is released at its end. A recomputation runs the node's ops
+again; random ops (dropout) replay the generator state of the node's first run, so a recomputed mask
+equals the original one.
 
 Measured: time per operation and per copy (thread CPU time with one torch thread on the CPU,
 wall clock with CUDA synchronisation on a GPU), and the peak activation bytes per schedule
@@ -29,8 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
 from solver.errors import XEngineError
-from solver.graph import Graph
+from solver.execution.simulate import check_schedule, effective_graph
 from solver.importers._deps import require_torch
 from solver.importers.aten_capture import loss_of
 from solver.importers.aten_groups import (
@@ -40,8 +42,6 @@ from solver.importers.aten_groups import (
     last_uses,
     tensor_inputs,
 )
-from solver.schedule import Schedule
-from solver.simulate import check_schedule, effective_graph
 
 __all__ = [
     "ExecutionError",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from solver.document.graph import Device, Link
 from solver.errors import GraphFormatError
-from solver.graph import Device, Link
 
 __all__ = ["DeviceSpec", "LinkSpec", "Platform", "DEVICES", "LINKS", "make_platform"]
 

@@ -22,8 +22,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from solver.document.graph import Graph
 from solver.errors import GraphFormatError
-from solver.graph import Graph
 from solver.importers._deps import require_onnx
 from solver.importers.assemble import assemble_graph
 from solver.importers.costmodel import CostModel, resolve_cost_models

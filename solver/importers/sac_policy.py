@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 import operator
 
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
 from solver.errors import XEngineError
-from solver.graph import Graph
+from solver.execution.simulate import check_schedule, effective_graph
 from solver.importers.aten_capture import node_tag
 from solver.importers.aten_groups import GroupPlan
-from solver.schedule import Schedule
-from solver.simulate import check_schedule, effective_graph
 
 __all__ = ["forward_ops", "random_positions", "recomputed_nodes", "policy_source", "write_policy"]
 
@@ -109,7 +109,7 @@ def random_positions(plan: GroupPlan) -> set[int]:
 
 def write_policy(path, plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = "") -> None:
     """Write :func:`policy_source` to ``path`` atomically."""
-    from solver.formats import atomic_write_text
+    from solver.document.formats import atomic_write_text
 
     atomic_write_text(path, policy_source(plan, graph, schedule, label=label))
 

@@ -17,10 +17,10 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from solver.bounds import no_remat_peak
-from solver.formats import save_graph
-from solver.graph import Graph
+from solver.document.formats import save_graph
+from solver.document.graph import Graph
 from solver.importers.torch_fx import import_torch
+from solver.optimize.bounds import no_remat_peak
 
 __all__ = ["BUNDLED", "zoo_graph", "write_zoo", "main"]
 

@@ -161,8 +161,8 @@ BUNDLED_ATEN = ("encoder", "attention")
 
 def aten_graph(name: str):
     """One bundled ATen graph, built exactly as the file in resources/graphs/ is."""
-    from solver.bounds import no_remat_peak
     from solver.importers.aten import import_aten
+    from solver.optimize.bounds import no_remat_peak
 
     cls, shape = COMPOSITE[name]
     spec = f"solver.importers.zoo_composite:{cls.__name__}"
@@ -184,7 +184,7 @@ def aten_graph(name: str):
 
 def write_aten_graphs(out: str | Path) -> list[Path]:
     """Write the bundled ATen graphs into ``out`` (atomically); return the paths."""
-    from solver.formats import save_graph
+    from solver.document.formats import save_graph
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from solver.graph import Graph
-from solver.methods import solve
+from solver.document.graph import Graph
+from solver.optimize.methods import solve
+from solver.optimize.solve import ProgressCallback, SolveOptions, SolveResult
 from solver.results.store import ResultStore, StoredResult
-from solver.solve import ProgressCallback, SolveOptions, SolveResult
 
 __all__ = ["CachedSolve", "solve_cached", "stored_answer"]
 
@@ -42,7 +42,7 @@ def solve_cached(
     on_stored: Callable[[StoredResult], None] | None = None,
     lookup: bool = True,
 ) -> CachedSolve:
-    """``solver.methods.solve`` with the store in front (``store=None``: no store).
+    """``solver.optimize.methods.solve`` with the store in front (``store=None``: no store).
 
     A stored result that is final or ran under at least ``options.time_limit_s`` is returned
     as it is. A shorter-limit one is handed to ``on_stored`` (so a caller can show it at
@@ -53,7 +53,7 @@ def solve_cached(
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from solver.generators import unit_chain
+    >>> from solver.document.generators import unit_chain
     >>> store = ResultStore(pathlib.Path(tempfile.mkdtemp()) / "r.sqlite3")
     >>> graph = unit_chain(3, budget=5)
     >>> first = solve_cached(graph, "checkpoint-all", SolveOptions(), store)

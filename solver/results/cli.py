@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
+from solver.document.formats import atomic_write_text
+from solver.document.units import format_ms, format_size
 from solver.errors import XEngineError
-from solver.formats import atomic_write_text
 from solver.results.store import ResultStore, StoredRow, default_store_path
-from solver.units import format_ms, format_size
 
 __all__ = ["add_results_parser", "cmd_results"]
 
@@ -70,7 +70,7 @@ def _list(store: ResultStore, args: argparse.Namespace) -> int:
     graph_hash = None
     if args.graph:
         from solver.cli import resolve_graph_path
-        from solver.formats import load_graph
+        from solver.document.formats import load_graph
         from solver.results.key import graph_hash as content_hash
 
         graph_hash = content_hash(load_graph(resolve_graph_path(args.graph)))

@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from solver.graph import Graph
-from solver.solve import SolveOptions
+from solver.document.graph import Graph
+from solver.optimize.solve import SolveOptions
 
 __all__ = [
     "DETERMINISTIC_METHODS",
@@ -61,7 +61,7 @@ def graph_hash(graph: Graph) -> str:
 
     Examples
     --------
-    >>> from solver.generators import unit_chain
+    >>> from solver.document.generators import unit_chain
     >>> graph_hash(unit_chain(3)) == graph_hash(unit_chain(3, budget=5))
     True
     >>> graph_hash(unit_chain(3)) == graph_hash(unit_chain(4))
@@ -75,7 +75,7 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
 
     Examples
     --------
-    >>> from solver.generators import unit_chain
+    >>> from solver.document.generators import unit_chain
     >>> a = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(time_limit_s=5))
     >>> b = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(time_limit_s=60))
     >>> c = result_key(unit_chain(3, budget=5), "xengine", SolveOptions())

@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
+from solver.document.formats import schedule_from_dict, schedule_to_dict
+from solver.document.graph import Graph
 from solver.errors import XEngineError
-from solver.formats import schedule_from_dict, schedule_to_dict
-from solver.graph import Graph
+from solver.execution.simulate import simulate
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.results.key import ResultKey, is_deterministic, result_key
-from solver.simulate import simulate
-from solver.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
 
 __all__ = [

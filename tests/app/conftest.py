@@ -25,10 +25,10 @@ from app.document import Document  # noqa: E402
 from app.main_window import MainWindow  # noqa: E402
 from app.settings import AppSettings  # noqa: E402
 from app.workers import ProcessWorker  # noqa: E402
-from solver.formats import load_graph, load_schedule  # noqa: E402
-from solver.graph import Graph  # noqa: E402
-from solver.simulate import simulate  # noqa: E402
-from solver.solve import SolveResult  # noqa: E402
+from solver.document.formats import load_graph, load_schedule  # noqa: E402
+from solver.document.graph import Graph  # noqa: E402
+from solver.execution.simulate import simulate  # noqa: E402
+from solver.optimize.solve import SolveResult  # noqa: E402
 from solver.status import SolveStatus  # noqa: E402
 
 gc.freeze()  # as app.main_window.run() does at startup: no long GC pauses during solves

@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 
 from app.commands import ConnectCommand, SetBudgetCommand
 from app.panels.devices import SLIDER_STEPS
-from solver.simulate import simulate
+from solver.execution.simulate import simulate
 from solver.status import SolveStatus
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.execute_action import DeviceMapDialog, ExecutionDialog, report_text
-from solver.methods import solve
+from solver.optimize.methods import solve
 
 
 def test_execute_action_reports_measured_beside_predicted(qtbot, make_window, monkeypatch):

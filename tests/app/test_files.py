@@ -12,8 +12,8 @@ import pytest
 
 from app.dialogs import Choice, FileDialog
 from app.project import SolverSettings
-from solver.examples import example_path
-from solver.formats import graph_to_dict, read_json, save_schedule, schedule_to_dict
+from solver.document.examples import example_path
+from solver.document.formats import graph_to_dict, read_json, save_schedule, schedule_to_dict
 
 
 def chain_doc() -> dict:
@@ -107,7 +107,7 @@ def test_files_unsaved_prompt_cancel_keeps_everything(make_window, dialogs):
 
 def test_files_import_schedule_is_replayed(tmp_path, make_window, dialogs):
     window = make_window("chain")
-    from solver.methods import solve
+    from solver.optimize.methods import solve
 
     result = solve(window.document.graph, "checkpoint-all:cpu")
     path = tmp_path / "mine.schedule.json"

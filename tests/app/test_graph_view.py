@@ -7,10 +7,10 @@ import pytest
 from app.document import Document
 from app.views.graph_layout import layout_graph
 from app.views.graph_view import GraphView, step_residency
-from solver.examples import example_path
-from solver.explain import state_at
-from solver.formats import load_graph
-from solver.methods import solve
+from solver.document.examples import example_path
+from solver.document.formats import load_graph
+from solver.execution.explain import state_at
+from solver.optimize.methods import solve
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_graph_canvas_click_selects_and_drag_connects(qtbot, qapp):
     from PySide6.QtTest import QTest
 
     from app.commands import AddNodeCommand
-    from solver.edits import empty_graph
+    from solver.editing.edits import empty_graph
 
     document = Document()
     document.open(empty_graph())

@@ -16,11 +16,11 @@ from app.project import (
     save_project,
 )
 from app.widgets import exact_size_text
+from solver.document.examples import example_path
+from solver.document.formats import graph_to_dict, load_graph, save_schedule, schedule_to_dict
+from solver.document.generators import unit_chain
 from solver.errors import GraphFormatError
-from solver.examples import example_path
-from solver.formats import graph_to_dict, load_graph, save_schedule, schedule_to_dict
-from solver.generators import unit_chain
-from solver.methods import solve
+from solver.optimize.methods import solve
 
 
 def test_project_round_trip_keeps_graph_budgets_settings_and_schedule(tmp_path):
@@ -60,7 +60,7 @@ def test_settings_checked_replaces_out_of_range_values():
 
 
 def test_exact_size_text_reads_back_exactly():
-    from solver.units import parse_size
+    from solver.document.units import parse_size
 
     for value in (0, 12, 1024, 29_000_000, 16 * 1024**3, 1_234_567, 3 * 1024**2 + 1):
         assert parse_size(exact_size_text(value)) == value

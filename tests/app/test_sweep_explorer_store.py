@@ -13,9 +13,9 @@ from app.solving import SolveController
 from app.store_lookup import current_store, remember_result
 from app.views.explorer import ExplorerView
 from app.workers import ProcessWorker
-from solver.generators import unit_chain
-from solver.methods import solve
-from solver.solve import SolveOptions
+from solver.document.generators import unit_chain
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions
 from solver.status import SolveStatus
 
 SETTINGS = SolverSettings(time_limit_s=20)

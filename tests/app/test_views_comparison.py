@@ -9,8 +9,8 @@ import pytest
 from app.document import Document
 from app.views.comparison import ComparisonView, default_methods
 from app.workers import ProcessWorker
-from solver.generators import unit_chain
-from solver.solve import SolveOptions
+from solver.document.generators import unit_chain
+from solver.optimize.solve import SolveOptions
 
 GRAPHS = Path(__file__).resolve().parents[2] / "resources" / "graphs"
 

@@ -9,9 +9,9 @@ from PySide6.QtTest import QTest
 
 from app.views.explorer import ExplorerView, sweep_fractions
 from app.workers import ProcessWorker
-from solver.bounds import lower_bound, no_remat_peak
-from solver.solve import SolveOptions
-from solver.units import format_size
+from solver.document.units import format_size
+from solver.optimize.bounds import lower_bound, no_remat_peak
+from solver.optimize.solve import SolveOptions
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from app.views.matrices import MatricesView
 from app.views.memory import MemoryView
 from app.views.schedule_view import ScheduleView
 from app.views.stepper import StepperPanel
-from solver.examples import example_path
-from solver.formats import load_graph
-from solver.generators import unit_chain
+from solver.document.examples import example_path
+from solver.document.formats import load_graph
+from solver.document.generators import unit_chain
 
 VIEWS = [
     GanttView,

@@ -8,7 +8,7 @@ import pytest
 from app.theme import colors_for
 from app.views.memory import MemoryView
 from app.views.schedule_view import ScheduleView
-from solver.units import format_size
+from solver.document.units import format_size
 
 MiB = 2**20
 
@@ -76,10 +76,10 @@ def test_schedule_view_links_the_time_axes_and_draws_the_cursor(qtbot, document)
 def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
     """The curve counts activations; the title says so and names the fixed memory too."""
     from app.document import Document
-    from solver.bounds import no_remat_peak
-    from solver.examples import example_path
-    from solver.formats import load_graph
-    from solver.methods import solve
+    from solver.document.examples import example_path
+    from solver.document.formats import load_graph
+    from solver.optimize.bounds import no_remat_peak
+    from solver.optimize.methods import solve
 
     graph = load_graph(example_path("vgg16"))
     gpu = graph.device("gpu")

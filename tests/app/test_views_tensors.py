@@ -107,7 +107,7 @@ def test_tensor_view_redraws_a_hidden_tab_only_when_shown(view, document, handbu
 
 def test_tensor_diff_mode_outlines_another_schedule_and_names_the_difference(view, document):
     """Against checkpoint-all on the cpu (a, b, c, d all on the cpu; d starts at 13 ms)."""
-    from solver.methods import solve
+    from solver.optimize.methods import solve
 
     other = solve(document.graph, "checkpoint-all:cpu")
     key = (document.structure_token, other.method, tuple(sorted(document.budgets.items())))

@@ -48,8 +48,8 @@ def test_device_size_field_accepts_typed_units(make_window):
 
 def test_device_row_says_which_quantity_each_number_counts(make_window):
     """One word, one quantity: the field counts device memory, the landmarks activations."""
-    from solver.bounds import lower_bound, no_remat_peak
-    from solver.units import format_size
+    from solver.document.units import format_size
+    from solver.optimize.bounds import lower_bound, no_remat_peak
 
     window = make_window("vgg16")
     graph = window.document.graph
@@ -82,8 +82,8 @@ def test_device_size_field_shows_iec_for_a_typed_si_size(make_window):
 
 
 def test_teaching_graph_says_why_its_gpu_is_below_the_lower_bound(make_window):
-    from solver.bounds import lower_bound
-    from solver.units import format_size
+    from solver.document.units import format_size
+    from solver.optimize.bounds import lower_bound
 
     window = make_window("chain")  # the default example: its gpu is below the bound on purpose
     graph = window.document.graph

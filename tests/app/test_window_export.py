@@ -10,8 +10,8 @@ from PySide6.QtSvg import QSvgRenderer
 
 from app.dialogs import FileDialog
 from app.project import SolverSettings
-from solver.formats import load_schedule, schedule_to_dict
-from solver.simulate import simulate
+from solver.document.formats import load_schedule, schedule_to_dict
+from solver.execution.simulate import simulate
 
 
 @pytest.fixture

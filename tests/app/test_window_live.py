@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 import app.solve_process as solve_process
 from app.solve_process import ProvisionalSchedule, solve_reporting_incumbents
 from app.workers import ProcessWorker
-from solver.solve import SolveOptions, SolveResult
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import Progress, SolveStatus
 
 
@@ -171,7 +171,7 @@ def test_window_real_solve_draws_its_incumbent_before_it_ends(qtbot, make_window
     the event loop keeps ticking. The timing is retried (up to three solves) when other
     processes on the two shared cores skew it, as the core's profiling test does."""
     from app.project import SolverSettings
-    from solver.generators import unit_chain
+    from solver.document.generators import unit_chain
 
     window = make_window(None)
     doc = window.document

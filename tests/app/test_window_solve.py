@@ -16,10 +16,10 @@ from PySide6.QtWidgets import QApplication
 from app.panels.devices import SLIDER_STEPS
 from app.project import SolverSettings
 from app.solving import format_objective
-from solver.generators import unit_chain
-from solver.methods import solve
-from solver.simulate import simulate
-from solver.solve import SolveOptions
+from solver.document.generators import unit_chain
+from solver.execution.simulate import simulate
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions
 from solver.status import SolveStatus
 
 

@@ -1,4 +1,5 @@
-"""Checkmate's single-device frontier-advancing MILP, written independently from solver/xengine.py.
+"""Checkmate's single-device frontier-advancing MILP, written independently from
+solver/optimize/xengine.py.
 
 It follows the Checkmate paper (Jain et al., MLSys 2020, eqs. 1-9) with the exact "hazard"
 freeing rows, so its optimum checks ours (model.md §3: with D = 1 both have the same optimum).
@@ -10,7 +11,7 @@ import warnings
 
 import pulp
 
-from solver.graph import Graph
+from solver.document.graph import Graph
 
 
 def checkmate_optimum(graph: Graph, budget: int) -> float | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solver.graph import Device, Edge, Graph, Link, Node, make_graph
+from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph
 
 
 def two_node_graph(cpu_to_gpu_ms: float | None = 3.0, budget: int = 10**6) -> Graph:

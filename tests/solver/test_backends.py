@@ -1,4 +1,4 @@
-"""Tests for solver.backends: real CBC and HiGHS solves, cancel, time limits and progress.
+"""Tests for solver.optimize.backends: real CBC and HiGHS solves, cancel, time limits and progress.
 
 The hard model is a market split instance (Cornuejols-Dawande): 30 binaries, 4 equality rows
 with slack. Both solvers find an incumbent at once and then search for well over 20 s, which
@@ -18,7 +18,7 @@ import numpy as np
 import pulp
 import pytest
 
-from solver.backends import (
+from solver.optimize.backends import (
     BackendOptions,
     BackendResult,
     _common,

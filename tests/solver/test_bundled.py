@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from solver.bounds import lower_bound, no_remat_peak
-from solver.examples import bundled_graphs
-from solver.formats import load_graph
-from solver.methods import solve
-from solver.simulate import check_schedule
+from solver.document.examples import bundled_graphs
+from solver.document.formats import load_graph
+from solver.execution.simulate import check_schedule
+from solver.optimize.bounds import lower_bound, no_remat_peak
+from solver.optimize.methods import solve
 
 
 @pytest.mark.parametrize("name", sorted(bundled_graphs()))

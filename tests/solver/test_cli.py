@@ -16,8 +16,8 @@ import pytest
 from test_formats import SPEC_EXAMPLE
 
 from solver.cli import main
-from solver.formats import load_graph, load_schedule
-from solver.simulate import check_schedule
+from solver.document.formats import load_graph, load_schedule
+from solver.execution.simulate import check_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -270,7 +270,7 @@ def test_signals_cancel_the_solve_and_keep_the_incumbent(sig, monkeypatch, capsy
     from dataclasses import replace
 
     import solver.results.cached as cached
-    from solver.methods import solve
+    from solver.optimize.methods import solve
     from solver.status import SolveStatus
 
     seen: list[bool] = []
@@ -352,7 +352,7 @@ def test_sigterm_stops_cbc_and_keeps_the_incumbent_in_a_real_run():
     ],
 )
 def test_neutralise_csv_cell(cell, written):
-    from solver.csvsafe import neutralise_csv_cell
+    from solver.document.csvsafe import neutralise_csv_cell
 
     assert neutralise_csv_cell(cell) == written
 

@@ -8,20 +8,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
-from solver.baselines import checkpoint_all, chen_sqrtn
-from solver.bounds import no_remat_peak
 from solver.cli import main
-from solver.concurrent import concurrent_layout, concurrent_makespan
+from solver.document.examples import bundled_graphs
+from solver.document.formats import (
+    graph_from_dict,
+    load_graph,
+    load_schedule,
+    save_graph,
+    save_schedule,
+)
+from solver.document.generators import unit_chain
+from solver.document.graph import Device, Edge, Link, Node, make_graph
+from solver.document.schedule import Operation, Schedule, Stage
+from solver.document.units import format_ms
 from solver.errors import ScheduleViolation
-from solver.examples import bundled_graphs
-from solver.formats import graph_from_dict, load_graph, load_schedule, save_graph, save_schedule
-from solver.generators import unit_chain
-from solver.graph import Device, Edge, Link, Node, make_graph
-from solver.methods import solve
-from solver.schedule import Operation, Schedule, Stage
-from solver.simulate import check_schedule
-from solver.solve import SolveOptions
-from solver.units import format_ms
+from solver.execution.concurrent import concurrent_layout, concurrent_makespan
+from solver.execution.simulate import check_schedule
+from solver.optimize.baselines import checkpoint_all, chen_sqrtn
+from solver.optimize.bounds import no_remat_peak
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions
 
 
 def _schedule(graph, stages) -> Schedule:
@@ -250,7 +256,7 @@ def test_cli_check_of_an_invalid_schedule_has_no_concurrent_makespan(tmp_path, c
 def test_layout_that_cannot_fit_reports_the_waiting_task_instead_of_overflowing():
     """Unreachable for a schedule valid in the serial replay (module docstring); forced here by
     laying out checkpoint-all of a unit chain (3 bytes at its peak) under a 2-byte budget."""
-    from solver.concurrent import _build_tasks, _lay_out
+    from solver.execution.concurrent import _build_tasks, _lay_out
 
     graph = unit_chain(2, budget=2)
     tasks = _build_tasks(graph, checkpoint_all(graph, "cpu"))

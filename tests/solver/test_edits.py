@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from solver import device_edits, edits
+from solver.document.examples import example_path
+from solver.document.formats import load_graph
+from solver.document.generators import unit_chain
+from solver.document.graph import Device, Node
+from solver.editing import device_edits, edits
 from solver.errors import GraphFormatError
-from solver.examples import example_path
-from solver.formats import load_graph
-from solver.generators import unit_chain
-from solver.graph import Device, Node
 
 
 def test_edits_empty_graph_has_two_linked_devices_and_no_nodes():

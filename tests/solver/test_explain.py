@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from solver.explain import (
+from solver.document.formats import load_graph, load_schedule
+from solver.document.schedule import Operation, Schedule, Stage
+from solver.execution.explain import (
     COMPUTING,
     FREED,
     RESIDENT,
@@ -27,9 +29,7 @@ from solver.explain import (
     stage_matrices,
     state_at,
 )
-from solver.formats import load_graph, load_schedule
-from solver.schedule import Operation, Schedule, Stage
-from solver.simulate import simulate
+from solver.execution.simulate import simulate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -10,9 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from solver.errors import FileWriteError, GraphFormatError, ScheduleFormatError
-from solver.examples import bundled_graphs
-from solver.formats import (
+from solver.document.examples import bundled_graphs
+from solver.document.formats import (
     atomic_write_bytes,
     atomic_write_text,
     graph_from_dict,
@@ -24,10 +23,11 @@ from solver.formats import (
     schedule_from_dict,
     write_json,
 )
-from solver.methods import solve
-from solver.schedule import SolverInfo
-from solver.simulate import check_schedule
-from solver.units import parse_size
+from solver.document.schedule import SolverInfo
+from solver.document.units import parse_size
+from solver.errors import FileWriteError, GraphFormatError, ScheduleFormatError
+from solver.execution.simulate import check_schedule
+from solver.optimize.methods import solve
 
 SPEC_EXAMPLE = {
     "format": "remat-graph",
@@ -177,7 +177,7 @@ def test_atomic_save_leaves_no_temporary_files_and_keeps_old_file_on_error(tmp_p
     class Boom(Exception):
         pass
 
-    import solver.formats as formats
+    import solver.document.formats as formats
 
     original = formats.json.dumps
     try:
@@ -263,7 +263,7 @@ def test_read_json_refuses_dev_zero_fifo_and_folder_fast(tmp_path):
 
 
 def test_read_json_caps_the_size(tmp_path, monkeypatch):
-    import solver.formats as formats
+    import solver.document.formats as formats
 
     monkeypatch.setattr(formats, "MAX_FILE_BYTES", 1024)
     path = _json_file(tmp_path, json.dumps(dict(SPEC_EXAMPLE, meta={"pad": "x" * 2000})))
@@ -397,7 +397,7 @@ def test_atomic_write_refuses_a_read_only_file(tmp_path):
 def test_atomic_write_removes_old_crash_leftovers_only(tmp_path):
     import time
 
-    from solver.formats import STALE_TEMP_SECONDS
+    from solver.document.formats import STALE_TEMP_SECONDS
 
     target = tmp_path / "g.graph.json"
     old = tmp_path / ".g.graph.json.ab_cd123.tmp"

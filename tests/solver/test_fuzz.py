@@ -35,11 +35,11 @@ import pytest
 from test_formats import SPEC_EXAMPLE
 
 from solver.cli import main
+from solver.document.examples import bundled_graphs
+from solver.document.formats import graph_from_dict, read_json, schedule_from_dict, schedule_to_dict
 from solver.errors import XEngineError
-from solver.examples import bundled_graphs
-from solver.formats import graph_from_dict, read_json, schedule_from_dict, schedule_to_dict
-from solver.methods import solve
-from solver.simulate import effective_graph, simulate
+from solver.execution.simulate import effective_graph, simulate
+from solver.optimize.methods import solve
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_SECONDS = 10.0

@@ -1,4 +1,4 @@
-"""The solved formulation (solver.miqp) against the spec's reference model, in exact bytes,
+"""The solved formulation (solver.optimize.miqp) against the spec's reference model, in exact bytes,
 and the solve pipeline around it: fallbacks, limits, live incumbents."""
 
 from __future__ import annotations
@@ -12,24 +12,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
-from solver.backends import BackendOptions, run_backend
-from solver.baselines import checkpoint_all
-from solver.bounds import no_remat_peak
-from solver.formats import graph_from_dict
-from solver.generators import unit_chain
-from solver.graph import Device, Edge, Node, make_graph
-from solver.miqp import ModelTooLarge, build_array_model, memory_units
-from solver.simulate import check_schedule, simulate
-from solver.solve import SolveOptions, solve_xengine
+from solver.document.formats import graph_from_dict
+from solver.document.generators import unit_chain
+from solver.document.graph import Device, Edge, Node, make_graph
+from solver.document.training import build_training_graph
+from solver.execution.simulate import check_schedule, simulate
+from solver.optimize.backends import BackendOptions, run_backend
+from solver.optimize.baselines import checkpoint_all
+from solver.optimize.bounds import no_remat_peak
+from solver.optimize.miqp import ModelTooLarge, build_array_model, memory_units
+from solver.optimize.solve import SolveOptions, solve_xengine
+from solver.optimize.xengine import build_model
 from solver.status import SolveStatus
-from solver.training import build_training_graph
-from solver.xengine import build_model
 
 EXACT = SolveOptions(time_limit_s=30, gap_rel=0.0)
 
 
 def reference_optimum(graph) -> float | None:
-    """The spec's formulation line by line (solver.xengine, PuLP), solved by CBC."""
+    """The spec's formulation line by line (solver.optimize.xengine, PuLP), solved by CBC."""
     model = build_model(graph)
     result = run_backend(model.prob, BackendOptions(time_limit_s=30, gap_rel=0.0))
     if result.status is SolveStatus.INFEASIBLE:
@@ -140,7 +140,7 @@ def test_a_model_too_large_is_refused_with_its_size_and_advice():
 
 
 def test_a_model_too_large_still_returns_the_heuristic(monkeypatch):
-    monkeypatch.setattr("solver.miqp.DEFAULT_MEMORY_LIMIT", 10**5)
+    monkeypatch.setattr("solver.optimize.miqp.DEFAULT_MEMORY_LIMIT", 10**5)
     result = solve_xengine(unit_chain(20, budget=12), SolveOptions(time_limit_s=10))
     assert result.status is SolveStatus.FEASIBLE and result.ok
     assert "coarsen" in result.message

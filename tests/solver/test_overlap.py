@@ -9,17 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
-from solver.baselines import checkpoint_all, chen_sqrtn
 from solver.cli import main
-from solver.concurrent import concurrent_makespan
+from solver.document.formats import graph_from_dict, save_graph
+from solver.document.generators import unit_chain
+from solver.document.graph import Device, Edge, Link, Node, make_graph
 from solver.errors import XEngineError
-from solver.formats import graph_from_dict, save_graph
-from solver.generators import unit_chain
-from solver.graph import Device, Edge, Link, Node, make_graph
-from solver.methods import parse_method, solve
-from solver.overlap import optimize_overlap
-from solver.simulate import check_schedule
-from solver.solve import SolveOptions
+from solver.execution.concurrent import concurrent_makespan
+from solver.execution.simulate import check_schedule
+from solver.optimize.baselines import checkpoint_all, chen_sqrtn
+from solver.optimize.methods import parse_method, solve
+from solver.optimize.overlap import optimize_overlap
+from solver.optimize.solve import SolveOptions
 
 
 def _side_branch():

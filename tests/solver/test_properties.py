@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_formats import SPEC_EXAMPLE
 
+from solver.document.formats import graph_from_dict
 from solver.errors import GraphFormatError
-from solver.formats import graph_from_dict
-from solver.methods import solve
-from solver.simulate import check_schedule
-from solver.solve import SolveOptions
+from solver.execution.simulate import check_schedule
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions
 from solver.status import SolveStatus
 
 json_values = st.recursive(

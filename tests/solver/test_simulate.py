@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 from handmade import fan_in_graph, two_node_graph
 
+from solver.document.generators import unit_chain
+from solver.document.schedule import Operation, Schedule, Stage
 from solver.errors import ScheduleViolation
-from solver.generators import unit_chain
-from solver.schedule import Operation, Schedule, Stage
-from solver.simulate import check_schedule, simulate
+from solver.execution.simulate import check_schedule, simulate
 
 
 def _schedule(graph, stages) -> Schedule:

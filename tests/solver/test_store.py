@@ -11,13 +11,13 @@ from dataclasses import replace
 import pytest
 
 from solver.cli import main
-from solver.generators import cpu_gpu_devices, unit_chain
-from solver.graph import Edge, Link
-from solver.methods import solve
+from solver.document.generators import cpu_gpu_devices, unit_chain
+from solver.document.graph import Edge, Link
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions
 from solver.results.cached import solve_cached
 from solver.results.key import graph_hash, result_key
 from solver.results.store import ResultStore, default_store_path
-from solver.solve import SolveOptions
 from solver.status import SolveStatus
 
 FAST = SolveOptions(time_limit_s=20)

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from solver.cli import main
-from solver.examples import bundled_graphs
-from solver.formats import load_graph
+from solver.document.examples import bundled_graphs
+from solver.document.formats import load_graph
+from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
-from solver.solve import SolveOptions
 from solver.status import SolveStatus
-from solver.sweep import SweepPoint, run_sweep, sweep_tasks
-from solver.sweep_cli import ProgressLine
+from solver.sweeps.cli import ProgressLine
+from solver.sweeps.sweep import SweepPoint, run_sweep, sweep_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = SolveOptions(time_limit_s=20)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from solver.examples import bundled_graphs
-from solver.formats import load_graph
+from solver.document.examples import bundled_graphs
+from solver.document.formats import load_graph
+from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
-from solver.solve import SolveOptions
-from solver.sweep import run_sweep, sweep_tasks
+from solver.sweeps.sweep import run_sweep, sweep_tasks
 
 distributed = pytest.importorskip("distributed")
 
@@ -47,8 +47,8 @@ def test_cluster_sweep_gives_the_local_answers_and_stores_them(scheduler, tasks,
 
 
 def test_unreachable_scheduler_is_one_line(monkeypatch, capsys):
-    from solver import sweep_cluster
     from solver.cli import main
+    from solver.sweeps import cluster as sweep_cluster
 
     monkeypatch.setattr(sweep_cluster, "CONNECT_TIMEOUT_S", 1.0)
     code = main(

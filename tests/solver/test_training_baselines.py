@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from solver.baselines import checkpoint_all, chen_candidates, chen_greedy, chen_sqrtn
-from solver.bounds import explain_infeasible, lower_bound, no_remat_peak
-from solver.generators import unit_chain
-from solver.graph import Device, Edge, Node, make_graph
-from solver.methods import compare, solve
-from solver.simulate import check_schedule
-from solver.training import build_training_graph
+from solver.document.generators import unit_chain
+from solver.document.graph import Device, Edge, Node, make_graph
+from solver.document.training import build_training_graph
+from solver.execution.simulate import check_schedule
+from solver.optimize.baselines import checkpoint_all, chen_candidates, chen_greedy, chen_sqrtn
+from solver.optimize.bounds import explain_infeasible, lower_bound, no_remat_peak
+from solver.optimize.methods import compare, solve
 
 
 def _chain(layers: int, budget: int = 100):
@@ -120,7 +120,7 @@ def test_greedy_heterogeneous_moves_a_node_that_does_not_fit_and_copies_its_inpu
 def test_chen_heterogeneous_beats_the_cpu_when_the_gpu_cannot_hold_every_node():
     from handmade import fan_in_graph
 
-    from solver.greedy import cheapest_placement, chen_heterogeneous
+    from solver.optimize.greedy import cheapest_placement, chen_heterogeneous
 
     graph = fan_in_graph(gpu_budget=2)  # c needs 3 bytes with its inputs: only the CPU has room
     assert cheapest_placement(graph) == ["gpu", "gpu", "cpu"]
@@ -130,9 +130,9 @@ def test_chen_heterogeneous_beats_the_cpu_when_the_gpu_cannot_hold_every_node():
 
 
 def test_chen_heterogeneous_repairs_its_placement_until_a_candidate_fits():
-    from solver.examples import example_path
-    from solver.formats import load_graph
-    from solver.greedy import chen_heterogeneous
+    from solver.document.examples import example_path
+    from solver.document.formats import load_graph
+    from solver.optimize.greedy import chen_heterogeneous
 
     graph = load_graph(example_path("chain"))  # over the cheapest placement nothing fits
     found = chen_heterogeneous(graph)

@@ -9,13 +9,13 @@ import pytest
 from checkmate_reference import checkmate_optimum
 from handmade import fan_in_graph, two_node_graph
 
-from solver.generators import unit_chain
-from solver.graph import Device, Link
-from solver.methods import solve
-from solver.simulate import check_schedule
-from solver.solve import SolveOptions, solve_xengine
+from solver.document.generators import unit_chain
+from solver.document.graph import Device, Link
+from solver.document.training import build_training_graph
+from solver.execution.simulate import check_schedule
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions, solve_xengine
 from solver.status import SolveStatus
-from solver.training import build_training_graph
 
 OPTIONS = SolveOptions(time_limit_s=60)
 
@@ -72,7 +72,7 @@ def test_node_too_big_for_gpu_runs_on_cpu_with_copies():
 
 
 def test_three_devices_each_run_their_cheapest_node():
-    from solver.graph import Edge, Node, make_graph
+    from solver.document.graph import Edge, Node, make_graph
 
     names = ["d0", "d1", "d2"]
     devices = [Device(x, "other", 100) for x in names]
@@ -87,7 +87,7 @@ def test_three_devices_each_run_their_cheapest_node():
 @pytest.mark.parametrize("budget", [3, 4, 5, 7])
 def test_one_device_equals_independent_checkmate_milp(budget):
     forward = unit_chain(3, budget=budget)  # any DAG will do; a training graph of a diamond:
-    from solver.graph import Edge, Node, make_graph
+    from solver.document.graph import Edge, Node, make_graph
 
     diamond = make_graph(
         "diamond",
@@ -182,9 +182,9 @@ def _cbc_children() -> list[str]:
 def test_budget_exactly_at_the_lower_bound_is_not_lost_to_memory_scaling():
     # A 16 GiB host next to a tight GPU once coarsened the GPU's memory rows: XEngine then
     # found 9.02 ms where the GPU alone does 4.93 ms. Each device now has its own unit.
-    from solver.bounds import lower_bound
-    from solver.examples import example_path
-    from solver.formats import load_graph
+    from solver.document.examples import example_path
+    from solver.document.formats import load_graph
+    from solver.optimize.bounds import lower_bound
 
     graph = load_graph(example_path("chain"))
     graph = graph.with_budgets({"gpu": lower_bound(graph, "gpu")})

@@ -11,8 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solver.bounds import no_remat_peak  # noqa: E402
-from solver.formats import load_graph, save_graph, save_schedule  # noqa: E402
+from solver.document.formats import load_graph, save_graph, save_schedule  # noqa: E402
 from solver.importers import executor  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
 from solver.importers.aten_groups import plan_groups  # noqa: E402
@@ -20,8 +19,9 @@ from solver.importers.execute_cli import execute_command  # noqa: E402
 from solver.importers.executor import execute_schedule  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE, aten_graph  # noqa: E402
-from solver.methods import solve  # noqa: E402
-from solver.solve import SolveOptions  # noqa: E402
+from solver.optimize.bounds import no_remat_peak  # noqa: E402
+from solver.optimize.methods import solve  # noqa: E402
+from solver.optimize.solve import SolveOptions  # noqa: E402
 
 #: The bundled networks at a small batch and sequence (same nodes, smaller tensors).
 SMALL = {"encoder": (2, 32, 64), "attention": (2, 32, 256)}
@@ -138,7 +138,7 @@ def test_execute_command_without_cuda_says_how_to_map(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["encoder", "attention"])
 def test_bundled_aten_graph_is_what_the_generator_writes(name):
-    from solver.examples import bundled_graphs
+    from solver.document.examples import bundled_graphs
 
     bundled = load_graph(bundled_graphs()[f"{name}-aten"])
     fresh = aten_graph(name)

@@ -11,8 +11,8 @@ pytest.importorskip("onnx")
 
 from importer_helpers import traced  # noqa: E402
 
+from solver.document.graph import Graph  # noqa: E402
 from solver.errors import GraphFormatError  # noqa: E402
-from solver.graph import Graph  # noqa: E402
 from solver.importers.onnx_import import import_onnx, onnx_ops  # noqa: E402
 from solver.importers.torch_fx import import_torch  # noqa: E402
 from solver.importers.zoo_models import ZOO  # noqa: E402

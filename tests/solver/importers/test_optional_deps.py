@@ -35,10 +35,10 @@ print("exit", execute_command(["m:M", "--input", "1x3", "--schedule", "s.json"])
 CORE_ONLY = """
 import importlib, pkgutil, sys
 import solver
-for info in pkgutil.iter_modules(solver.__path__):
-    if info.name != "importers":
+for info in pkgutil.walk_packages(solver.__path__, "solver."):
+    if not info.name.startswith("solver.importers"):
         try:
-            importlib.import_module(f"solver.{info.name}")
+            importlib.import_module(info.name)
         except ImportError:
             pass  # a module under construction elsewhere; only the imports matter here
 import solver.importers, solver.importers.cli

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from solver.bounds import no_remat_peak
-from solver.formats import load_graph
+from solver.document.formats import load_graph
 from solver.importers.zoo import BUNDLED, file_stem, write_zoo
+from solver.optimize.bounds import no_remat_peak
 
 GRAPHS = Path(__file__).resolve().parents[3] / "resources" / "graphs"
 EXPECTED_NODES = {

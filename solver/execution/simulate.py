@@ -1,0 +1,419 @@
+"""Replaying a schedule under the execution rules of spec/model.md section 2.
+
+The simulator is the referee: every schedule any method returns is replayed here before anyone
+sees it, and every view of the GUI draws what it computes (never solver variables). It checks
+each rule and reports the first violation with the stage, node, device and numbers involved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solver.document.graph import Graph
+from solver.document.schedule import Operation, Schedule, Stage
+from solver.errors import ScheduleViolation
+
+__all__ = [
+    "OpEvent",
+    "TransferEvent",
+    "MemoryCurve",
+    "Timeline",
+    "simulate",
+    "check_schedule",
+    "effective_graph",
+]
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """One operation as it ran: times in ms, ``memory`` = bytes in use on its device meanwhile."""
+
+    stage: int
+    node: str
+    device: str
+    start: float
+    end: float
+    recompute: bool
+    kind: str
+    memory: int
+    freed: tuple[tuple[str, str], ...] = ()
+    """``(device, tensor)`` pairs released right after this operation."""
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class TransferEvent:
+    """A copy of ``tensor`` from ``source`` to ``target`` for the operation on ``consumer``."""
+
+    stage: int
+    tensor: str
+    consumer: str
+    source: str
+    target: str
+    start: float
+    end: float
+    bytes: int
+
+
+@dataclass(frozen=True)
+class MemoryCurve:
+    """Memory in use on one device as a step function: ``bytes[j]`` holds on
+    ``[times[j], times[j+1])``; ``resident[j]`` names the tensors making it up."""
+
+    device: str
+    times: np.ndarray
+    bytes: np.ndarray
+    resident: tuple[tuple[str, ...], ...]
+
+    def at(self, time: float) -> tuple[int, tuple[str, ...]]:
+        """Bytes in use and resident tensors at ``time`` (the latest step starting there)."""
+        j = int(np.searchsorted(self.times, time, side="right")) - 1
+        j = min(max(j, 0), len(self.bytes) - 1)
+        return int(self.bytes[j]), self.resident[j]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Everything derived from a schedule: events, memory curves, peaks and totals (ms, bytes).
+
+    ``violation`` is the first broken rule (events stop there) or ``None`` for a valid schedule.
+    """
+
+    graph: str
+    devices: tuple[str, ...]
+    budgets: Mapping[str, int]
+    ops: tuple[OpEvent, ...]
+    transfers: tuple[TransferEvent, ...]
+    memory: Mapping[str, MemoryCurve]
+    violation: ScheduleViolation | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.violation is None
+
+    @property
+    def compute_ms(self) -> float:
+        return float(sum(op.duration for op in self.ops))
+
+    @property
+    def transfer_ms(self) -> float:
+        return float(sum(tr.end - tr.start for tr in self.transfers))
+
+    @property
+    def total_ms(self) -> float:
+        """The schedule's cost: all operations plus all transfers (model.md §2 rule 6)."""
+        return self.compute_ms + self.transfer_ms
+
+    @property
+    def recomputations(self) -> int:
+        return sum(op.recompute for op in self.ops)
+
+    @property
+    def recompute_ms(self) -> float:
+        return float(sum(op.duration for op in self.ops if op.recompute))
+
+    @property
+    def peaks(self) -> dict[str, int]:
+        """Peak bytes in use per device."""
+        return {d: int(c.bytes.max(initial=0)) for d, c in self.memory.items()}
+
+    def summary(self) -> dict[str, object]:
+        """Derived numbers for reports and the schedule file's ``summary`` key."""
+        return {
+            "valid": self.valid,
+            "violation": str(self.violation) if self.violation else None,
+            "total_ms": round(self.total_ms, 6),
+            "compute_ms": round(self.compute_ms, 6),
+            "transfer_ms": round(self.transfer_ms, 6),
+            "recompute_ms": round(self.recompute_ms, 6),
+            "recomputations": self.recomputations,
+            "transfers": len(self.transfers),
+            "peak_bytes": self.peaks,
+            "budget_bytes": dict(self.budgets),
+        }
+
+
+def effective_graph(
+    graph: Graph, schedule: Schedule, budgets: Mapping[str, int] | None = None
+) -> Graph:
+    """The graph with the schedule's budgets, then ``budgets``, applied to its devices."""
+    merged = {**schedule.budgets, **(budgets or {})}
+    return graph.with_budgets(merged) if merged else graph
+
+
+def simulate(graph: Graph, schedule: Schedule, *, strict: bool = False) -> Timeline:
+    """Replay ``schedule`` on ``graph`` (whose device memory are the budgets) serially.
+
+    With ``strict`` the first violation is raised as :class:`ScheduleViolation`; otherwise the
+    timeline up to it is returned with ``violation`` set, so that a view can show where it broke.
+
+    Examples
+    --------
+    >>> from solver.document.graph import Device, Node, Edge, make_graph
+    >>> from solver.document.schedule import Schedule, Stage, Operation
+    >>> g = make_graph("ab", [Device("cpu", memory=2)],
+    ...                [Node("a", 1, {"cpu": 1.0}), Node("b", 1, {"cpu": 2.0})], [Edge("a", "b")])
+    >>> s = Schedule("ab", {}, (Stage((Operation("a", "cpu"),), {"cpu": frozenset({"a"})}),
+    ...                         Stage((Operation("b", "cpu"),))))
+    >>> t = simulate(g, s)
+    >>> t.valid, t.total_ms, t.peaks
+    (True, 3.0, {'cpu': 2})
+    """
+    replay = _Replay(graph)
+    try:
+        if len(schedule.stages) != graph.n:
+            raise _violation(
+                "stages",
+                f"the schedule has {len(schedule.stages)} stages but the graph has {graph.n} "
+                "nodes; a schedule has one stage per node",
+            )
+        for t, stage in enumerate(schedule.stages):
+            replay.run_stage(t, stage)
+    except ScheduleViolation as exc:
+        if strict:
+            raise
+        return replay.timeline(exc)
+    return replay.timeline(None)
+
+
+def check_schedule(graph: Graph, schedule: Schedule) -> Timeline:
+    """Replay strictly: return the timeline of a valid schedule or raise the first violation."""
+    return simulate(graph, schedule, strict=True)
+
+
+def _violation(rule: str, message: str, **where: object) -> ScheduleViolation:
+    stage = where.get("stage")
+    prefix = f"stage {stage}: " if stage is not None else ""
+    return ScheduleViolation(prefix + message, rule=rule, **where)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Replay:
+    """Mutable replay state; lives only inside :func:`simulate`."""
+
+    graph: Graph
+    now: float = 0.0
+    live: dict[str, set[int]] = field(default_factory=dict)
+    ops: list[OpEvent] = field(default_factory=list)
+    transfers: list[TransferEvent] = field(default_factory=list)
+    steps: dict[str, list[tuple[float, int, tuple[str, ...]]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for d in self.graph.devices:
+            self.live[d.name] = set()
+            self.steps[d.name] = [(0.0, 0, ())]
+
+    # ----- bookkeeping ---------------------------------------------------------------------
+    def _record(self, device: str, extra: tuple[int, ...] = ()) -> int:
+        ids = sorted(self.live[device]) + list(extra)
+        used = int(sum(int(self.graph.memory[i]) for i in ids))
+        names = tuple(self.graph.nodes[i].id for i in ids)
+        history = self.steps[device]
+        if history and history[-1][0] == self.now:
+            history[-1] = (self.now, used, names)
+        else:
+            history.append((self.now, used, names))
+        return used
+
+    def timeline(self, violation: ScheduleViolation | None) -> Timeline:
+        memory = {}
+        for name, history in self.steps.items():
+            times = np.array([h[0] for h in history] + [self.now], dtype=float)
+            used = np.array([h[1] for h in history], dtype=np.int64)
+            memory[name] = MemoryCurve(name, times[:-1], used, tuple(h[2] for h in history))
+        return Timeline(
+            graph=self.graph.name,
+            devices=tuple(d.name for d in self.graph.devices),
+            budgets={d.name: d.budget for d in self.graph.devices},
+            ops=tuple(self.ops),
+            transfers=tuple(self.transfers),
+            memory=memory,
+            violation=violation,
+        )
+
+    # ----- one stage -----------------------------------------------------------------------
+    def run_stage(self, t: int, stage: Stage) -> None:
+        g = self.graph
+        positions = self._check_stage_order(t, stage)
+        last_use = self._last_uses(t, stage)
+        keep = {d.name: {g.index[x] for x in stage.kept_on(d.name)} for d in g.devices}
+        start = {name: set(ids) for name, ids in self.live.items()}
+        computed: dict[str, set[int]] = {d.name: set() for d in g.devices}
+        for p, (k, op) in enumerate(zip(positions, stage.ops, strict=True)):
+            self._run_op(t, p, k, op, last_use, keep)
+            computed[op.device].add(k)
+        for device, kept in keep.items():
+            for i in sorted(kept):
+                if i not in start[device] and i not in computed[device]:
+                    raise _violation(
+                        "keep",
+                        f"keeps {g.nodes[i].id} on {device}, but it was neither resident there "
+                        "at the start of the stage nor computed there during it",
+                        stage=t,
+                        node=g.nodes[i].id,
+                        device=device,
+                    )
+        for device in self.live:
+            if self.live[device] != keep[device]:
+                self.live[device] = set(keep[device])
+                self._record(device)
+
+    def _check_stage_order(self, t: int, stage: Stage) -> list[int]:
+        g = self.graph
+        positions = []
+        frontier = 0
+        previous: tuple[int, int] | None = None
+        for op in stage.ops:
+            k, d = g.index[op.node], g.device_index[op.device]
+            if k > t:
+                raise _violation(
+                    "frontier",
+                    f"computes {op.node} (node {k}), which is beyond the frontier; "
+                    f"stage {t} may only compute nodes 0..{t}",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
+            if previous is not None and (k, d) <= previous:
+                what = "twice" if (k, d) == previous else "out of order"
+                raise _violation(
+                    "order",
+                    f"runs {op.node} on {op.device} {what}; operations run once each, "
+                    "in ascending node order",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
+            if np.isnan(g.cost[d, k]):
+                raise _violation(
+                    "device",
+                    f"runs {op.node} on {op.device}, which has no cost for it (the "
+                    "node cannot run there)",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
+            frontier += k == t
+            previous = (k, d)
+            positions.append(k)
+        if frontier != 1:
+            raise _violation(
+                "frontier",
+                f"computes its frontier node {g.nodes[t].id} {frontier} times; "
+                "it must be computed exactly once, on one device",
+                stage=t,
+                node=g.nodes[t].id,
+            )
+        return positions
+
+    def _last_uses(self, t: int, stage: Stage) -> dict[tuple[str, int], int]:
+        """Position of the last operation reading each (device, tensor) in this stage."""
+        g = self.graph
+        last: dict[tuple[str, int], int] = {}
+        for p, op in enumerate(stage.ops):
+            k = g.index[op.node]
+            for source_id in op.inputs:
+                if g.index[source_id] not in g.inputs[k]:
+                    raise _violation(
+                        "inputs",
+                        f"{op.node} reads {source_id}, which is not one of its inputs",
+                        stage=t,
+                        node=op.node,
+                        device=op.device,
+                    )
+            for i in g.inputs[k]:
+                last[op.source_of(g.nodes[i].id), i] = p
+        return last
+
+    def _run_op(self, t: int, p: int, k: int, op: Operation, last_use: dict, keep: dict) -> None:
+        g = self.graph
+        d = op.device
+        copies = self._transfer_inputs(t, k, op)
+        transient = tuple(i for i, _ in copies) + (k,)
+        used = self._record(d, transient)
+        budget = g.device(d).budget
+        if used > budget:
+            raise _violation(
+                "memory",
+                f"{op.node} on {d} needs {used} bytes in memory (resident "
+                f"{used - sum(int(g.memory[i]) for i in transient)}, output {int(g.memory[k])}, "
+                f"copied inputs {sum(int(g.memory[i]) for i, _ in copies)}) but the budget is "
+                f"{budget}",
+                stage=t,
+                node=op.node,
+                device=d,
+                numbers={"used": used, "budget": budget},
+            )
+        duration = float(g.cost[g.device_index[d], k])
+        self.now += duration
+        self.live[d].add(k)
+        freed = []
+        for i in g.inputs[k]:
+            source = op.source_of(g.nodes[i].id)
+            if last_use.get((source, i)) == p and i not in keep[source]:
+                self.live[source].discard(i)
+                freed.append((source, g.nodes[i].id))
+        self.ops.append(
+            OpEvent(
+                t,
+                op.node,
+                d,
+                self.now - duration,
+                self.now,
+                k < t,
+                g.nodes[k].kind,
+                used,
+                tuple(freed),
+            )
+        )
+        for device in {d, *(s for s, _ in freed)}:
+            self._record(device)
+
+    def _transfer_inputs(self, t: int, k: int, op: Operation) -> list[tuple[int, str]]:
+        """Check every input's availability and run the transfers; return the copies made."""
+        g = self.graph
+        copies = []
+        for i in g.inputs[k]:
+            name, source = g.nodes[i].id, op.source_of(g.nodes[i].id)
+            where = {"stage": t, "node": op.node, "device": op.device}
+            if i not in self.live[source]:
+                place = "here" if source == op.device else f"on {source}"
+                raise _violation(
+                    "inputs",
+                    f"{op.node} on {op.device} needs {name}, which is not resident "
+                    f"{place}; keep it from an earlier stage or recompute it first",
+                    **where,
+                )
+            if source == op.device:
+                continue
+            if i in self.live[op.device]:
+                raise _violation(
+                    "transfer",
+                    f"{op.node} on {op.device} copies {name} from {source}, but it "
+                    f"is already resident on {op.device}; read it locally",
+                    **where,
+                )
+            e = g.edge_number[i, k]
+            ms = float(g.transfer[e, g.device_index[source], g.device_index[op.device]])
+            if not np.isfinite(ms):
+                raise _violation(
+                    "transfer",
+                    f"{op.node} on {op.device} copies {name} from {source}, but there "
+                    f"is no link {source} -> {op.device}; add a link to the graph",
+                    **where,
+                )
+            copies.append((i, source))
+            self._record(op.device, tuple(c for c, _ in copies))
+            self.transfers.append(
+                TransferEvent(
+                    t, name, op.node, source, op.device, self.now, self.now + ms, int(g.memory[i])
+                )
+            )
+            self.now += ms
+        return copies

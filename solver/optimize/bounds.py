@@ -1,0 +1,91 @@
+"""Memory landmarks of a graph and explanations of infeasible budgets (spec/model.md §4).
+
+Two numbers frame every budget slider: below :func:`lower_bound` nothing can run at all, and
+at or above :func:`no_remat_peak` nothing ever needs recomputing.
+"""
+
+from __future__ import annotations
+
+import math
+
+from solver.document.graph import Graph
+from solver.document.units import format_size
+
+__all__ = [
+    "node_requirement",
+    "lower_bound",
+    "no_remat_peak",
+    "explain_infeasible",
+]
+
+
+def node_requirement(graph: Graph, k: int) -> int:
+    """Bytes any device needs to run node ``k``: its output plus all its inputs."""
+    return int(graph.memory[k] + sum(int(graph.memory[i]) for i in graph.inputs[k]))
+
+
+def lower_bound(graph: Graph, device: str | None = None) -> int:
+    """The smallest activation budget under which every node can still run.
+
+    With ``device`` given: the largest requirement among the nodes that device can run (the
+    budget below which that device cannot run all of them). Without: over all nodes.
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> lower_bound(unit_chain(4))
+    3
+    """
+    d = graph.device_index[device] if device is not None else None
+    needs = [
+        node_requirement(graph, k)
+        for k in range(graph.n)
+        if d is None or not math.isnan(graph.cost[d, k])
+    ]
+    return max(needs, default=0)
+
+
+def no_remat_peak(graph: Graph) -> int:
+    """Peak activation memory when every tensor is kept until its last use, on one device.
+
+    This is the memory of the checkpoint-all schedule (no recomputation, no transfers); a
+    budget at or above it never needs rematerialization. Budgets given as a percentage refer
+    to it.
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> no_remat_peak(unit_chain(4))
+    6
+    """
+    last_use = [max(users, default=-1) for users in graph.users]
+    live: set[int] = set()
+    peak = 0
+    for k in range(graph.n):
+        peak = max(peak, int(sum(int(graph.memory[i]) for i in live) + graph.memory[k]))
+        live.add(k)
+        live = {i for i in live if last_use[i] > k}
+    return peak
+
+
+def explain_infeasible(graph: Graph) -> str | None:
+    """Say why the budgets admit no schedule, when a cheap necessary condition shows it.
+
+    Node ``k`` runs on some device with its output and all its inputs in memory, so at least
+    one device that can run it needs a budget of ``M_k + sum(M_i)`` (model.md §4). Returns
+    ``None`` when every node fits somewhere.
+    """
+    problems = []
+    for k in range(graph.n):
+        need = node_requirement(graph, k)
+        able = [d for j, d in enumerate(graph.devices) if not math.isnan(graph.cost[j, k])]
+        if all(d.budget < need for d in able):
+            have = ", ".join(f"{d.name} {format_size(d.budget)}" for d in able)
+            problems.append(
+                f"node '{graph.nodes[k].id}' needs {format_size(need)} ({need} bytes: its output "
+                f"and inputs) on one device, but the devices that can run it have {have}"
+            )
+    if not problems:
+        return None
+    shown = problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
+    return "no schedule can exist: " + "; ".join(shown) + "; raise a budget"

@@ -1,0 +1,263 @@
+"""The best schedule of a running solve, whoever found it, always replayed (model.md §4).
+
+A solve has several sources of schedules: the heuristic start, the backend's improving
+solutions (HiGHS reports each one), neighbourhood searches, and the backend's final answer.
+:class:`Incumbents` replays every one in the simulator, keeps the cheapest valid one, reports
+it as a :class:`~solver.status.Progress` with its schedule (the GUI draws it as provisional),
+and turns the backend's outcome into an honest :class:`SolveResult`: "optimal" only when the
+backend proved it for the exact model and the schedule replays at the proven cost; otherwise
+the best schedule in hand, with the status and the reason.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule, SolverInfo
+from solver.document.units import format_size
+from solver.execution.simulate import Timeline, simulate
+from solver.optimize.bounds import no_remat_peak
+from solver.status import Progress, SolveStatus
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from solver.optimize.backends import BackendResult
+    from solver.optimize.miqp import ArrayModel
+
+__all__ = ["ProgressCallback", "SolveResult", "Incumbents"]
+
+ProgressCallback = Callable[[Progress], None]
+_REL_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """The outcome of one solve (model.md §4). ``schedule`` and ``timeline`` are set together,
+    only for a schedule that replayed validly; ``message`` explains anything else."""
+
+    method: str
+    status: SolveStatus
+    schedule: Schedule | None = None
+    timeline: Timeline | None = None
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    seconds: float = 0.0
+    build_seconds: float = 0.0
+    variables: int = 0
+    constraints: int = 0
+    backend: str = ""
+    message: str = ""
+    log_tail: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """A valid schedule is available."""
+        return self.schedule is not None and self.timeline is not None and self.timeline.valid
+
+
+class Incumbents:
+    """The cheapest valid schedule seen so far, and the progress reports that announce it."""
+
+    def __init__(
+        self, graph: Graph, method: str, backend: str, on_progress: ProgressCallback | None
+    ) -> None:
+        self.graph, self.method, self.backend = graph, method, backend
+        self.schedule: Schedule | None = None
+        self.timeline: Timeline | None = None
+        self.source = ""
+        self.rejected: list[str] = []
+        self.started = time.monotonic()
+        self.lock = threading.RLock()
+        """Held while the incumbent changes: a neighbourhood search runs beside the backend."""
+        self.floor: float | None = None
+        """A bound known without the backend (e.g. every node once on its cheapest device)."""
+        self._on_progress = on_progress
+        self._bound: float | None = None
+
+    @property
+    def cost(self) -> float | None:
+        return self.timeline.total_ms if self.timeline is not None else None
+
+    def offer(self, schedule: Schedule, timeline: Timeline, source: str) -> bool:
+        """Keep ``schedule`` if it replayed validly and is cheaper; report it if kept."""
+        if not timeline.valid:
+            return False
+        with self.lock:
+            if self.cost is not None and timeline.total_ms >= self.cost - 1e-9:
+                return False
+            self.schedule, self.timeline, self.source = schedule, timeline, source
+            if self._on_progress is not None:
+                bound = self._best_bound(self._bound)
+                self._on_progress(
+                    Progress(
+                        self._elapsed(),
+                        self.cost,
+                        self._clamped(bound, self.cost),
+                        _gap(self.cost, self._clamped(bound, self.cost)),
+                        None,
+                        schedule,
+                    )
+                )
+        return True
+
+    def offer_values(
+        self, model: ArrayModel, values: np.ndarray, claimed: float | None = None
+    ) -> bool:
+        """Read, replay and offer a backend's solution; a claim it does not meet is refused."""
+        from solver.optimize.miqp_schedule import schedule_from_values
+
+        info = SolverInfo(self.method, self.backend, SolveStatus.FEASIBLE, objective=claimed)
+        schedule = schedule_from_values(model, values, info)
+        timeline = simulate(self.graph, schedule)
+        if not timeline.valid:
+            self.rejected.append(f"the solver's schedule does not replay: {timeline.violation}")
+            return False
+        if claimed is not None and timeline.total_ms > claimed + _REL_TOL * max(1.0, claimed):
+            self.rejected.append(
+                f"the replay costs {timeline.total_ms:.6g} ms but the solver claimed "
+                f"{claimed:.6g} ms"
+            )
+            return False
+        return self.offer(schedule, timeline, self.backend)
+
+    def merged_progress(self, on_progress: ProgressCallback | None) -> ProgressCallback | None:
+        """The backend's reports with our incumbent folded in and time counted from the start."""
+        if on_progress is None:
+            return None
+
+        def report(progress: Progress) -> None:
+            with self.lock:
+                if progress.bound is not None:
+                    self._bound = progress.bound
+                incumbent = progress.incumbent
+                if self.cost is not None and (incumbent is None or self.cost < incumbent):
+                    incumbent = self.cost
+                bound = self._clamped(self._best_bound(progress.bound), incumbent)
+                on_progress(
+                    replace(
+                        progress,
+                        elapsed_s=self._elapsed(),
+                        incumbent=incumbent,
+                        bound=bound,
+                        gap=_gap(incumbent, bound),
+                    )
+                )
+
+        return report
+
+    def result(self, base: SolveResult, why: str) -> SolveResult:
+        """The best schedule in hand after the backend could not run or finish (``why``)."""
+        if self.timeline is None:
+            return _without_schedule(self.graph, replace(base, message=why))
+        status = SolveStatus.CANCELLED if base.status is SolveStatus.CANCELLED else None
+        return self._with_schedule(base, status or SolveStatus.FEASIBLE, base.bound, why)
+
+    def conclude(self, base: SolveResult, outcome: BackendResult, cutoff_used: bool) -> SolveResult:
+        """Turn the backend's outcome (its solution already offered) into the final result."""
+        bound = outcome.bound
+        if outcome.status is SolveStatus.OPTIMAL and self.timeline is not None:
+            proven = outcome.objective if outcome.objective is not None else bound
+            if proven is not None and self.cost <= proven + _REL_TOL * max(1.0, abs(proven)):
+                return self._with_schedule(base, SolveStatus.OPTIMAL, proven, outcome.message)
+        if outcome.status is SolveStatus.INFEASIBLE and self.timeline is not None:
+            if cutoff_used:  # nothing cheaper than the incumbent exists
+                why = f"{self.backend} proved that no schedule is cheaper than this one"
+                return self._with_schedule(base, SolveStatus.OPTIMAL, self.cost, why)
+            why = (
+                f"{self.backend} reported the model infeasible, yet this schedule "
+                f"({self.source}) replays validly; please report this graph"
+            )
+            return self._with_schedule(base, SolveStatus.FEASIBLE, None, why)
+        if self.timeline is None:
+            message = "; ".join([*self.rejected, outcome.message]) if self.rejected else None
+            base = replace(base, status=outcome.status, message=message or base.message)
+            if self.rejected and outcome.status.has_solution_possible:
+                base = replace(base, status=SolveStatus.ERROR)
+            return _without_schedule(self.graph, base)
+        status = SolveStatus.CANCELLED if outcome.status is SolveStatus.CANCELLED else None
+        return self._with_schedule(
+            base, status or SolveStatus.FEASIBLE, bound, self._why_stopped(outcome)
+        )
+
+    def _why_stopped(self, outcome: BackendResult) -> str:
+        found = f"the best schedule found is {self.source}'s"
+        if outcome.status is SolveStatus.ERROR:
+            return f"{self.backend} failed ({outcome.message}); {found}"
+        if outcome.status is SolveStatus.OPTIMAL:  # its own answer was refused
+            return f"{'; '.join(self.rejected) or outcome.message}; {found}"
+        return f"{outcome.message}; {found}" if outcome.message else found
+
+    def _with_schedule(
+        self, base: SolveResult, status: SolveStatus, bound: float | None, message: str
+    ) -> SolveResult:
+        cost = self.cost
+        bound = self._clamped(self._best_bound(bound), cost)
+        gap = _gap(cost, bound)
+        info = SolverInfo(
+            method=self.method,
+            backend=self.backend,
+            status=status,
+            objective=cost,
+            bound=bound,
+            gap=gap,
+            seconds=base.seconds or self._elapsed(),
+            variables=base.variables,
+            constraints=base.constraints,
+        )
+        return replace(
+            base,
+            status=status,
+            schedule=replace(self.schedule, solver=info),
+            timeline=self.timeline,
+            objective=cost,
+            bound=bound,
+            gap=gap,
+            seconds=base.seconds or self._elapsed(),
+            message=message,
+        )
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _best_bound(self, bound: float | None) -> float | None:
+        if self.floor is None:
+            return bound
+        return self.floor if bound is None else max(bound, self.floor)
+
+    @staticmethod
+    def _clamped(bound: float | None, cost: float | None) -> float | None:
+        if bound is None or cost is None:
+            return bound
+        return min(bound, cost)  # CBC's cutoff can push its bound past the incumbent
+
+
+def _gap(objective: float | None, bound: float | None) -> float | None:
+    if objective is None or bound is None:
+        return None
+    return max(0.0, objective - bound) / max(abs(objective), 1e-9)
+
+
+def _without_schedule(graph: Graph, result: SolveResult) -> SolveResult:
+    if result.status is SolveStatus.INFEASIBLE:
+        peak = no_remat_peak(graph)
+        budgets = ", ".join(f"{d.name} {format_size(d.budget)}" for d in graph.devices)
+        message = (
+            "no schedule fits the budgets, although every node fits on some device alone; "
+            f"budgets are {budgets}, the no-rematerialization peak is {format_size(peak)}: "
+            "raise a budget towards it"
+        )
+        return replace(result, message=message)
+    if result.status is SolveStatus.TIME_LIMIT:
+        return replace(
+            result,
+            message="the time limit ran out before any schedule was found; "
+            "raise the time limit or the budgets",
+        )
+    return result

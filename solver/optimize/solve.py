@@ -1,0 +1,286 @@
+"""Solving: XEngine's MIQP end to end, from graph to a replayed schedule (spec/model.md §3-4).
+
+:func:`solve_xengine` finds a heuristic schedule, builds the model (:mod:`solver.optimize.miqp`),
+runs a backend with progress and cancel, and reads the answer back. Every schedule, the
+heuristic's, each improving one and the final one, goes through the simulator before anyone
+sees it (:class:`~solver.optimize.incumbents.Incumbents`); one that does not replay, or that costs
+more than the solver claimed, is never returned as valid.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule
+from solver.execution.simulate import Timeline, simulate
+from solver.optimize.backends import BackendOptions, BackendResult, run_backend
+from solver.optimize.baselines import checkpoint_all, chen_greedy
+from solver.optimize.bounds import explain_infeasible
+from solver.optimize.greedy import best_heterogeneous
+from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
+from solver.optimize.lns import search_windows
+from solver.optimize.miqp import (
+    ArrayModel,
+    BuildInterrupted,
+    ModelTooLarge,
+    build_array_model,
+    cheapest_once,
+)
+from solver.optimize.miqp_schedule import values_from_schedule
+from solver.status import SolveStatus
+
+__all__ = ["ProgressCallback", "SolveOptions", "SolveResult", "solve_xengine"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """What to solve with: the backend and its limits, and how to use the heuristic start.
+
+    ``warm_start`` computes the heuristic schedules first and keeps the best as our own
+    incumbent. ``mip_start`` (``None``: per backend, see :func:`_mip_start`) also hands it to
+    the backend; ``cutoff`` makes the backend look only for cheaper schedules. ``improve``
+    runs a neighbourhood search (:mod:`solver.optimize.lns`) beside the full model, which then only
+    has to prove: schedules come from both.
+    """
+
+    backend: str = "cbc"
+    time_limit_s: float = 60.0
+    gap_rel: float = 1e-4
+    threads: int | None = None
+    warm_start: bool = True
+    mip_start: bool | None = None
+    cutoff: bool = False
+    improve: bool = False
+
+
+def solve_xengine(
+    graph: Graph,
+    options: SolveOptions = SolveOptions(),
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    method: str = "xengine",
+) -> SolveResult:
+    """Find the fastest schedule of ``graph`` under its devices' budgets with XEngine's MIQP.
+
+    With one device this is Checkmate's model. Infeasible budgets are explained (model.md §4).
+    The heuristic start is our own incumbent from the first moment: it is reported at once,
+    returned if the backend stops, fails or crashes without a better schedule, and handed to
+    the backend only as the options say (see :class:`SolveOptions`).
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> result = solve_xengine(unit_chain(4, budget=4), SolveOptions(time_limit_s=20))
+    >>> result.status.value, result.timeline.total_ms
+    ('optimal', 11.0)
+    """
+    reason = explain_infeasible(graph)
+    if reason:
+        return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
+    started = time.monotonic()
+    deadline = started + options.time_limit_s
+    backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
+    best = Incumbents(graph, method, backend, on_progress)
+    if options.warm_start:
+        start = _best_baseline(graph)
+        if start is not None:
+            best.offer(*start, source=_source_name(start[0]))
+    base = SolveResult(method=method, status=SolveStatus.ERROR, backend=backend)
+    try:
+        model = build_array_model(graph, deadline=deadline, cancel=cancel)
+    except BuildInterrupted as exc:
+        status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
+        why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
+        return best.result(replace(base, status=status), f"{why} while building the model")
+    except ModelTooLarge as exc:
+        return best.result(base, str(exc))
+    base = replace(
+        base,
+        build_seconds=time.monotonic() - started,
+        variables=model.num_variables,
+        constraints=model.num_constraints,
+    )
+    outcome = _run_model(model, options, best, deadline, on_progress, cancel)
+    if outcome is None:  # the deadline or a cancel came before the backend could start
+        status = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
+        return best.result(replace(base, status=status or SolveStatus.TIME_LIMIT), "stopped")
+    base = replace(
+        base,
+        status=outcome.status,
+        bound=outcome.bound,
+        seconds=time.monotonic() - started,
+        message=outcome.message,
+        log_tail=outcome.log_tail,
+    )
+    if outcome.values is not None:
+        best.offer_values(model, outcome.values, claimed=outcome.objective)
+    if not model.memory.all_exact:
+        outcome = _confirm_in_bytes(model, outcome, options, best, deadline, on_progress, cancel)
+    return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
+
+
+def _confirm_in_bytes(
+    relaxed: ArrayModel,
+    outcome: BackendResult,
+    options: SolveOptions,
+    best: Incumbents,
+    deadline: float,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+) -> BackendResult:
+    """Where memory was rounded, check the relaxed model's answer in bytes, else repair it.
+
+    The relaxed model (sizes rounded down, budgets up) admits every schedule that fits, so
+    its bound holds for the exact problem, and its optimum is the exact optimum whenever it
+    replays within the budgets in bytes. When it does not, the safe model (sizes up, budgets
+    down), whose every schedule fits, searches for the rest of the time; the result is then
+    "feasible" with the relaxed bound, unless the two meet.
+    """
+    g = relaxed.graph
+    confirmed = (
+        outcome.status is SolveStatus.OPTIMAL
+        and outcome.objective is not None
+        and best.cost is not None
+        and best.cost <= outcome.objective + 1e-6 * max(1.0, outcome.objective)
+    )
+    if confirmed or outcome.status in (SolveStatus.INFEASIBLE, SolveStatus.CANCELLED):
+        return outcome
+    best.rejected.clear()  # an overrun of the relaxed model is expected here, not an error
+    rounded = ", ".join(
+        f"{d.name} to {relaxed.memory.unit[k]:.4g} B"
+        for k, d in enumerate(g.devices)
+        if not relaxed.memory.exact[k]
+    )
+    why = f"memory rows rounded ({rounded}); the bound is the relaxed model's, valid in bytes"
+    try:
+        safe = build_array_model(g, rounding="safe", deadline=deadline, cancel=cancel)
+    except (BuildInterrupted, ModelTooLarge):
+        return replace(outcome, status=_not_proven(outcome.status), message=why)
+    second = _run_model(safe, options, best, deadline, on_progress, cancel)
+    if second is None:
+        return replace(outcome, status=_not_proven(outcome.status), message=why)
+    if second.values is not None:
+        best.offer_values(safe, second.values, claimed=second.objective)
+    bound = outcome.bound
+    met = bound is not None and best.cost is not None and best.cost <= bound * (1 + options.gap_rel)
+    status = SolveStatus.OPTIMAL if met else _not_proven(second.status)
+    if second.status is SolveStatus.CANCELLED:
+        status = SolveStatus.CANCELLED
+    return replace(second, status=status, bound=bound, objective=best.cost, message=why)
+
+
+def _not_proven(status: SolveStatus) -> SolveStatus:
+    return SolveStatus.FEASIBLE if status is SolveStatus.OPTIMAL else status
+
+
+def _run_model(
+    model: ArrayModel,
+    options: SolveOptions,
+    best: Incumbents,
+    deadline: float,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+) -> BackendResult | None:
+    """Run the backend for the time left; the heuristic start goes in as the options say."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0.05 or (cancel is not None and cancel.is_set()):
+        return None
+    start = None
+    if _mip_start(options) and best.timeline is not None:
+        start = values_from_schedule(model, best.schedule, best.timeline)
+    backend_options = BackendOptions(
+        backend=options.backend,
+        time_limit_s=remaining,
+        gap_rel=options.gap_rel,
+        threads=options.threads,
+        cutoff=_cutoff(options, best),
+    )
+    best.floor = max(best.floor or 0.0, cheapest_once(model))
+    proven = threading.Event()
+    search = None
+    if options.improve and best.timeline is not None:
+        search = threading.Thread(
+            target=_improve,
+            args=(model, best, options.backend, deadline, cancel, proven),
+            name="xengine-lns",
+            daemon=True,
+        )
+        search.start()
+    try:
+        return run_backend(
+            model.program,
+            backend_options,
+            best.merged_progress(on_progress),
+            cancel,
+            start=start,
+            on_solution=lambda values: best.offer_values(model, values),
+        )
+    finally:
+        proven.set()  # the full model has finished (proved, or ran out of time): stop searching
+        if search is not None:
+            search.join()
+
+
+def _improve(
+    model: ArrayModel,
+    best: Incumbents,
+    backend: str,
+    deadline: float,
+    cancel: threading.Event | None,
+    stop: threading.Event,
+) -> None:
+    """The neighbourhood search beside the full model, on a model whose schedules all fit:
+    where memory is rounded, the safe rounding (a relaxed model's window would keep finding
+    schedules that overrun by a few bytes)."""
+    if model.memory.rounding != "safe" and not model.memory.all_exact:
+        try:
+            model = build_array_model(model.graph, rounding="safe", deadline=deadline, cancel=stop)
+        except (BuildInterrupted, ModelTooLarge):
+            return
+    search_windows(model, best, backend, deadline, cancel, stop)
+
+
+def _mip_start(options: SolveOptions) -> bool:
+    """Whether the heuristic start goes to the backend as a MIP start.
+
+    Measured on the bench set (docs/spec-notes.md): given a MIP start, CBC never leaves it
+    (its own heuristics stop), so CBC gets none; HiGHS uses one well.
+    """
+    if options.mip_start is not None:
+        return options.mip_start
+    return options.backend == "highs"
+
+
+def _cutoff(options: SolveOptions, best: Incumbents) -> float | None:
+    if not options.cutoff or best.timeline is None:
+        return None
+    return best.timeline.total_ms
+
+
+def _source_name(schedule: Schedule) -> str:
+    return schedule.solver.method if schedule.solver else "a heuristic"
+
+
+# ----- warm start ----------------------------------------------------------------------------
+def _best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
+    """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one)."""
+    best: tuple[Schedule, Timeline] | None = None
+    greedy = best_heterogeneous(graph)
+    if greedy.schedule is not None:
+        best = (greedy.schedule, greedy.timeline)
+    for device in graph.devices:
+        schedule = checkpoint_all(graph, device.name)
+        candidates = [(schedule, simulate(graph, schedule))]
+        greedy = chen_greedy(graph, device.name)
+        if greedy.schedule is not None:
+            candidates.append((greedy.schedule, greedy.timeline))
+        for schedule, timeline in candidates:
+            if timeline.valid and (best is None or timeline.total_ms < best[1].total_ms):
+                best = (schedule, timeline)
+    return best
