@@ -732,7 +732,7 @@ def _stage(raw: Any, t: int, graph: Graph) -> Stage:
             _known_node(graph, source, f"{where}, node '{node}', 'inputs'")
             _known_device(graph, src_device, f"{where}, node '{node}', input '{source}'")
         ops.append(Operation(node, device, dict(inputs)))
-    keep = {}
+    keep, copies = {}, {}
     for device, ids in _object(raw.get("keep", {}), f"{where}, 'keep'").items():
         _known_device(graph, device, f"{where}, 'keep'")
         if not isinstance(ids, list):
@@ -741,8 +741,28 @@ def _stage(raw: Any, t: int, graph: Graph) -> Stage:
                 f"{where}, keep '{device}'",
                 'write e.g. "keep": {"gpu": ["fc1"]}',
             )
-        keep[device] = frozenset(_known_node(graph, x, f"{where}, keep '{device}'") for x in ids)
-    return Stage(tuple(ops), keep)
+        place = f"{where}, keep '{device}'"
+        kept, copied = set(), {}
+        for x in ids:
+            if isinstance(x, Mapping):
+                node, source = _offload_entry(graph, x, place)
+                copied[node] = source
+            else:
+                kept.add(_known_node(graph, x, place))
+        keep[device], copies[device] = frozenset(kept), copied
+    return Stage(tuple(ops), keep, copies)
+
+
+def _offload_entry(graph: Graph, raw: Mapping, where: str) -> tuple[str, str]:
+    """A keep entry ``{"id": NODE, "from": DEVICE}``: NODE copied from DEVICE and kept here
+    (offloading, docs/spec-notes.md)."""
+    fix = 'write an offloaded tensor as {"id": "fc1", "from": "gpu"}'
+    unknown = sorted(set(raw) - {"id", "from"})
+    if unknown or "id" not in raw or "from" not in raw:
+        what = f"unknown key {_short(unknown[0])}" if unknown else "needs both 'id' and 'from'"
+        raise _fail(f"an offloading entry {what}", where, fix)
+    node = _known_node(graph, raw["id"], where)
+    return node, _known_device(graph, raw["from"], f"{where}, '{node}'")
 
 
 def _solver_info(raw: Any) -> SolverInfo:
@@ -809,7 +829,11 @@ def schedule_to_dict(schedule: Schedule, summary: Mapping[str, Any] | None = Non
                 entry["inputs"] = remote
             ops.append(entry)
         keep_devices = sorted(set(devices) | set(stage.keep))
-        keep = {d: sorted(stage.kept_on(d)) for d in keep_devices}
+        keep: dict[str, list] = {}
+        for d in keep_devices:
+            copied = stage.copied_to(d)
+            keep[d] = sorted(stage.kept_on(d) - set(copied))
+            keep[d] += [{"id": x, "from": copied[x]} for x in sorted(copied)]
         stages.append({"ops": ops, "keep": keep})
     doc: dict[str, Any] = {
         "format": SCHEDULE_FORMAT,

@@ -33,19 +33,37 @@ class Operation:
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage: its operations in execution order and, per device, the tensors kept."""
+    """One stage: its operations in execution order and, per device, the tensors kept.
+
+    ``copies`` are the offloading copies at the end of the stage (docs/spec-notes.md,
+    "Offloading"): per target device, each tensor copied there and the device it is copied
+    from. A copied tensor is kept on its target (it is added to ``keep`` if missing).
+    """
 
     ops: tuple[Operation, ...]
     keep: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    copies: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # An empty keep list and a missing one mean the same; equal stages compare equal.
-        keep = {device: frozenset(ids) for device, ids in self.keep.items() if ids}
-        object.__setattr__(self, "keep", keep)
+        copies = {device: dict(sources) for device, sources in self.copies.items() if sources}
+        keep = {device: frozenset(ids) for device, ids in self.keep.items()}
+        for device, sources in copies.items():
+            keep[device] = keep.get(device, frozenset()) | frozenset(sources)
+        object.__setattr__(self, "keep", {d: ids for d, ids in keep.items() if ids})
+        object.__setattr__(self, "copies", copies)
 
     def kept_on(self, device: str) -> frozenset[str]:
         """Tensors kept resident on ``device`` into the next stage."""
         return self.keep.get(device, frozenset())
+
+    def copied_to(self, device: str) -> Mapping[str, str]:
+        """Tensors copied to ``device`` at the end of the stage, with their source device."""
+        return self.copies.get(device, {})
+
+    def offload_copies(self) -> list[tuple[str, str, str]]:
+        """Every offloading copy as ``(tensor, source, target)``, in no particular order."""
+        return [(x, s, d) for d, sources in self.copies.items() for x, s in sources.items()]
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,14 @@ import numpy as np
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
 from solver.errors import ScheduleViolation
-from solver.execution.simulate import MemoryCurve, OpEvent, Timeline, TransferEvent, simulate
+from solver.execution.simulate import (
+    MemoryCurve,
+    OpEvent,
+    Timeline,
+    TransferEvent,
+    offload_ms,
+    simulate,
+)
 
 __all__ = ["ConcurrentLayout", "concurrent_layout", "concurrent_makespan"]
 
@@ -97,7 +104,7 @@ class ConcurrentLayout:
 class _Tasks:
     """Tasks in serial order and the instances they produce and read (plain lists)."""
 
-    kind: list[str] = field(default_factory=list)  # "op" or "copy"
+    kind: list[str] = field(default_factory=list)  # "op", "copy" or "offload" (kept copy)
     stage: list[int] = field(default_factory=list)
     tensor: list[int] = field(default_factory=list)  # the op's node, or the copied tensor
     consumer: list[int] = field(default_factory=list)  # the op's node, or the copy's reader
@@ -203,6 +210,14 @@ def _build_tasks(graph: Graph, schedule: Schedule) -> _Tasks:
             for i in g.inputs[k]:
                 last_use[g.device_index[op.source_of(g.nodes[i].id)], i] = p
         keep = [{g.index[x] for x in stage.kept_on(dev.name)} for dev in g.devices]
+        copies = [
+            (g.index[x], g.device_index[src], g.device_index[dst])
+            for x, src, dst in stage.offload_copies()
+        ]
+        copies.sort(key=lambda c: (c[0], c[2]))  # the simulator's order
+        hold = [set(kept) for kept in keep]
+        for i, src, _ in copies:
+            hold[src].add(i)
         for p, op in enumerate(stage.ops):
             k, d = g.index[op.node], g.device_index[op.device]
             reads = []
@@ -216,8 +231,11 @@ def _build_tasks(graph: Graph, schedule: Schedule) -> _Tasks:
             live[d][k] = tasks.add("op", t, k, k, d, d, float(g.cost[d, k]), reads)
             for i in g.inputs[k]:
                 s = g.device_index[op.source_of(g.nodes[i].id)]
-                if last_use.get((s, i)) == p and i not in keep[s]:
+                if last_use.get((s, i)) == p and i not in hold[s]:
                     del live[s][i]
+        for i, src, dst in copies:  # offloading copies at the end of the stage
+            ms = offload_ms(g, i, g.devices[src].name, g.devices[dst].name)
+            live[dst][i] = tasks.add("offload", t, i, i, dst, src, ms, [live[src][i]])
         for d in range(g.num_devices):
             live[d] = {i: live[d][i] for i in keep[d]}
     return tasks
@@ -236,7 +254,7 @@ class _Layout:
             for inst in reads:
                 self.pending[inst] += 1
         self.resource = [
-            (tasks.source[j], tasks.device[j]) if tasks.kind[j] == "copy" else (tasks.device[j],)
+            (tasks.source[j], tasks.device[j]) if tasks.kind[j] != "op" else (tasks.device[j],)
             for j in range(count)
         ]
         self.queues: list[list[int]] = [[] for _ in graph.devices]
@@ -359,12 +377,13 @@ def _timeline(graph: Graph, tasks: _Tasks, starts, ends, memory_at_start, freed,
                 TransferEvent(
                     t,
                     node.id,
-                    g.nodes[tasks.consumer[j]].id,
+                    g.nodes[tasks.consumer[j]].id if kind == "copy" else "",
                     names[tasks.source[j]],
                     names[tasks.device[j]],
                     starts[j],
                     ends[j],
                     int(g.memory[tasks.tensor[j]]),
+                    kind == "offload",
                 )
             )
     memory = {names[d]: _curve(g, names[d], history) for d, history in enumerate(steps)}

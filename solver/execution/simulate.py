@@ -24,6 +24,7 @@ __all__ = [
     "simulate",
     "check_schedule",
     "effective_graph",
+    "offload_ms",
 ]
 
 
@@ -59,6 +60,8 @@ class TransferEvent:
     start: float
     end: float
     bytes: int
+    offload: bool = False
+    """An offloading copy at the end of the stage, kept on ``target`` (``consumer`` is "")."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,11 @@ class Timeline:
         return self.compute_ms + self.transfer_ms
 
     @property
+    def offload_ms(self) -> float:
+        """Time of the offloading copies (part of ``transfer_ms``)."""
+        return float(sum(tr.end - tr.start for tr in self.transfers if tr.offload))
+
+    @property
     def recomputations(self) -> int:
         return sum(op.recompute for op in self.ops)
 
@@ -134,6 +142,8 @@ class Timeline:
             "recompute_ms": round(self.recompute_ms, 6),
             "recomputations": self.recomputations,
             "transfers": len(self.transfers),
+            "offload_copies": sum(tr.offload for tr in self.transfers),
+            "offload_ms": round(self.offload_ms, 6),
             "peak_bytes": self.peaks,
             "budget_bytes": dict(self.budgets),
         }
@@ -243,26 +253,98 @@ class _Replay:
         positions = self._check_stage_order(t, stage)
         last_use = self._last_uses(t, stage)
         keep = {d.name: {g.index[x] for x in stage.kept_on(d.name)} for d in g.devices}
+        copies = _offload_copies(g, t, stage)
+        # A tensor to be offloaded stays on its source until the copy at the end of the stage.
+        hold = {name: set(ids) for name, ids in keep.items()}
+        for i, source, _ in copies:
+            hold[source].add(i)
         start = {name: set(ids) for name, ids in self.live.items()}
         computed: dict[str, set[int]] = {d.name: set() for d in g.devices}
         for p, (k, op) in enumerate(zip(positions, stage.ops, strict=True)):
-            self._run_op(t, p, k, op, last_use, keep)
+            self._run_op(t, p, k, op, last_use, hold)
             computed[op.device].add(k)
+        arriving = {(i, target) for i, _, target in copies}
         for device, kept in keep.items():
             for i in sorted(kept):
-                if i not in start[device] and i not in computed[device]:
+                here = i in start[device] or i in computed[device]
+                if (i, device) in arriving:
+                    self._check_copy(t, i, device, here)
+                elif not here:
                     raise _violation(
                         "keep",
                         f"keeps {g.nodes[i].id} on {device}, but it was neither resident there "
-                        "at the start of the stage nor computed there during it",
+                        "at the start of the stage nor computed there during it; to offload "
+                        f'it there, write {{"id": "{g.nodes[i].id}", "from": DEVICE}}',
                         stage=t,
                         node=g.nodes[i].id,
                         device=device,
                     )
+        if copies:
+            self._run_copies(t, copies, hold)
         for device in self.live:
             if self.live[device] != keep[device]:
                 self.live[device] = set(keep[device])
                 self._record(device)
+
+    # ----- offloading (docs/spec-notes.md, "Offloading") ----------------------------------
+    def _check_copy(self, t: int, i: int, target: str, here: bool) -> None:
+        if here:
+            raise _violation(
+                "offload",
+                f"copies {self.graph.nodes[i].id} to {target}, where it is already resident or "
+                "computed in this stage; keep it there without a copy",
+                stage=t,
+                node=self.graph.nodes[i].id,
+                device=target,
+            )
+
+    def _run_copies(self, t: int, copies: list[tuple[int, str, str]], hold: dict) -> None:
+        """The end-of-stage phase: release what is neither kept nor sent, then copy in order.
+
+        During the phase a device holds what it keeps plus what it sends; each copy occupies
+        its bytes on the target from the start of the copy.
+        """
+        g = self.graph
+        for device in self.live:
+            held = self.live[device] & hold[device]
+            if held != self.live[device]:
+                self.live[device] = held
+                self._record(device)
+        for i, source, target in copies:
+            name = g.nodes[i].id
+            where = {"stage": t, "node": name, "device": target}
+            if i not in self.live[source]:
+                raise _violation(
+                    "offload",
+                    f"copies {name} from {source} to {target}, but {name} is not resident on "
+                    f"{source} at the end of the stage; copy it from where it is",
+                    **where,
+                )
+            ms = offload_ms(g, i, source, target)
+            if not np.isfinite(ms):
+                raise _violation(
+                    "offload",
+                    f"copies {name} from {source} to {target}, but there is no link "
+                    f"{source} -> {target}; add a link to the graph",
+                    **where,
+                )
+            self.live[target].add(i)
+            used = self._record(target)
+            budget = g.device(target).budget
+            if used > budget:
+                raise _violation(
+                    "memory",
+                    f"the copy of {name} to {target} needs {used} bytes in memory there but "
+                    f"the budget is {budget}",
+                    numbers={"used": used, "budget": budget},
+                    **where,
+                )
+            self.transfers.append(
+                TransferEvent(
+                    t, name, "", source, target, self.now, self.now + ms, int(g.memory[i]), True
+                )
+            )
+            self.now += ms
 
     def _check_stage_order(self, t: int, stage: Stage) -> list[int]:
         g = self.graph
@@ -331,7 +413,7 @@ class _Replay:
                 last[op.source_of(g.nodes[i].id), i] = p
         return last
 
-    def _run_op(self, t: int, p: int, k: int, op: Operation, last_use: dict, keep: dict) -> None:
+    def _run_op(self, t: int, p: int, k: int, op: Operation, last_use: dict, hold: dict) -> None:
         g = self.graph
         d = op.device
         copies = self._transfer_inputs(t, k, op)
@@ -356,7 +438,7 @@ class _Replay:
         freed = []
         for i in g.inputs[k]:
             source = op.source_of(g.nodes[i].id)
-            if last_use.get((source, i)) == p and i not in keep[source]:
+            if last_use.get((source, i)) == p and i not in hold[source]:
                 self.live[source].discard(i)
                 freed.append((source, g.nodes[i].id))
         self.ops.append(
@@ -417,3 +499,32 @@ class _Replay:
             )
             self.now += ms
         return copies
+
+
+def offload_ms(graph: Graph, i: int, source: str, target: str) -> float:
+    """Milliseconds to copy tensor ``i`` over the link ``source -> target`` (inf without one).
+
+    An offloading copy serves no edge, so per-edge ``transfer_ms`` overrides do not apply:
+    the link model alone prices it (docs/spec-notes.md, "Offloading").
+    """
+    for link in graph.links:
+        if link.source == source and link.target == target:
+            return link.transfer_ms(int(graph.memory[i]))
+    return float("inf")
+
+
+def _offload_copies(graph: Graph, t: int, stage: Stage) -> list[tuple[int, str, str]]:
+    """The stage's offloading copies as ``(tensor, source, target)`` in the order they run:
+    by tensor (schedule order), then by target in the graph's device order."""
+    order = graph.device_index
+    copies = [(graph.index[x], s, d) for x, s, d in stage.offload_copies()]
+    for i, source, target in copies:
+        if source == target:
+            raise _violation(
+                "offload",
+                f"copies {graph.nodes[i].id} from {source} to itself; name another device",
+                stage=t,
+                node=graph.nodes[i].id,
+                device=target,
+            )
+    return sorted(copies, key=lambda c: (c[0], order[c[2]]))
