@@ -57,6 +57,8 @@ class SolveOptions:
     mip_start: bool | None = None
     cutoff: bool = False
     improve: bool = False
+    offload: bool = False
+    """Allow offloading copies (solver/optimize/offload.py); off: the paper's model, unchanged."""
 
 
 def solve_xengine(
@@ -80,6 +82,10 @@ def solve_xengine(
     >>> result.status.value, result.timeline.total_ms
     ('optimal', 11.0)
     """
+    if options.offload:  # issue 12: offloading, a model of its own
+        from solver.optimize.offload import solve_offload
+
+        return solve_offload(graph, options, on_progress, cancel)
     reason = explain_infeasible(graph)
     if reason:
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
