@@ -117,8 +117,15 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             f"--solver {args.solver}: not installed here; install the 'highs' "
             "extra (pip install highspy) or use cbc"
         )
+    offload = bool(getattr(args, "offload", False))
+    if offload and getattr(args, "method", "xengine") != "xengine":
+        raise UsageError("--offload is an option of --method xengine; drop one of them")
     return SolveOptions(
-        backend=args.solver, time_limit_s=args.time_limit, gap_rel=args.gap, threads=args.threads
+        backend=args.solver,
+        time_limit_s=args.time_limit,
+        gap_rel=args.gap,
+        threads=args.threads,
+        offload=offload,
     )
 
 
@@ -211,6 +218,10 @@ def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> No
         f"recompute  {t.recomputations} operations, {format_ms(t.recompute_ms)}; "
         f"{len(t.transfers)} transfers"
     )
+    offloads = [tr for tr in t.transfers if tr.offload]
+    if offloads:
+        ms = sum(tr.end - tr.start for tr in offloads)
+        print(f"offload    {len(offloads)} copies kept on another device, {format_ms(ms)}")
     for device, peak in t.peaks.items():
         budget = t.budgets[device]
         share = f" ({peak / budget:.0%})" if budget else ""
@@ -248,7 +259,8 @@ def _solve_stored(graph: Graph, args: argparse.Namespace, options: SolveOptions)
     from solver.results.cached import solve_cached
     from solver.results.store import ResultStore, default_store_path
 
-    path = None if args.no_store else default_store_path()
+    # Offloading results are not stored: the store's key does not tell the option apart.
+    path = None if args.no_store or options.offload else default_store_path()
     store = ResultStore(path) if path is not None else None
     cancel = _cancel_on_interrupt()
     return solve_cached(graph, args.method, options, store, cancel=cancel, lookup=False).result
@@ -422,6 +434,12 @@ def _parser() -> argparse.ArgumentParser:
         "--method",
         default="xengine",
         help=f"one of {', '.join(METHODS)}; single-device ones take :DEVICE",
+    )
+    solve_p.add_argument(
+        "--offload",
+        action="store_true",
+        help="let the MIQP copy tensors to another device and keep them there (off: the "
+        "paper's model; results are not stored)",
     )
     solve_p.add_argument("-o", "--output", help="write the schedule JSON here")
     solve_p.add_argument("--json", action="store_true", help="print one JSON object")
