@@ -172,6 +172,10 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
         view.addAction(dock.toggleViewAction())
     view.addSeparator()
     view.addActions([window.graph_view.fit_action, window.graph_view.fold_action])
+    for j in range(window.schedule_tabs.count()):  # the Schedule tab's concurrent toggle
+        concurrent = getattr(window.schedule_tabs.widget(j), "concurrent_action", None)
+        if concurrent is not None:
+            view.addAction(concurrent)
     theme = view.addMenu("&Theme")
     group = QActionGroup(window)
     for name in ("light", "dark"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QSignalBlocker, Qt, QTimer
-from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
+from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.theme import colors_for, style_plot
+from app.views.concurrent_source import timeline_end
 from app.views.gantt_geometry import flow_segments, hatch_segments
 from app.views.gantt_text import op_tooltip, summary_html, transfer_tooltip
 from app.views.plotting import (
@@ -228,7 +229,7 @@ class GanttView(QWidget):
     def reset_view(self) -> None:
         """Show the whole schedule."""
         timeline = self.timeline()
-        end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        end = timeline_end(timeline)
         self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
         self._plot.setYRange(-0.6, max(len(self._lanes), 1) - 0.4, padding=0.0)
         self._full_range = tuple(self._plot.getViewBox().viewRange()[0])
@@ -317,7 +318,8 @@ class GanttView(QWidget):
         layout.addWidget(self._overview)
         self._layers: dict[str, pg.BarGraphItem] = {}
         names = [*NODE_KINDS, *(f"recompute:{k}" for k in NODE_KINDS)]
-        names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "hover", "selection", "cursor"]
+        names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "offload"]
+        names += ["hover", "selection", "cursor"]
         for name in names:
             item = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
             self._layers[name] = item
@@ -366,6 +368,11 @@ class GanttView(QWidget):
             self._hatch_lines[kind].setPen(colors.pen(fill, 1))
         transfer = QColor(colors.transfer)
         self._layers["transfer"].setOpts(brush=transfer, pen=colors.pen(transfer.darker(135), 1))
+        # offloading copies (kept on their target): the copy colour, cross-hatched, outlined
+        self._layers["offload"].setOpts(
+            brush=QBrush(transfer.darker(140), Qt.BrushStyle.DiagCrossPattern),
+            pen=colors.pen(transfer.darker(150), 1.6),
+        )
         self._layers["selection"].setOpts(
             brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5)
         )
@@ -383,9 +390,17 @@ class GanttView(QWidget):
         self._region.setBrush(pg.mkBrush(shade))
         self._overview.setBackground(colors.background)
         self._overview.bars.setOpts(brush=QColor(colors.muted), pen=pg.mkPen(None))
+        self._update_legend()
+
+    def _update_legend(self) -> None:
+        """The colour key; offloading copies are listed only when the timeline has some."""
+        colors = colors_for(self)
         swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
         items = [(colors.kinds[k], "■", k) for k in ("forward", "loss", "backward")]
         items += [(colors.kinds["forward"], "▨", "recompute"), (colors.transfer, "■", "transfer")]
+        timeline = self.timeline()
+        if timeline is not None and any(tr.offload for tr in timeline.transfers):
+            items.append((QColor(colors.transfer).darker(140).name(), "▩", "offload (kept)"))
         self._legend.setText(" &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in items))
         self._legend.setMinimumWidth(self._legend.sizeHint().width() + 12)
 
@@ -508,6 +523,7 @@ class GanttView(QWidget):
             ends = np.array([b.end for b in row], dtype=float)
             self._bars.append((starts, ends, row))
         self._fill_layers()
+        self._update_legend()
         self._fill_overview(timeline)
         self._redraw_flows()
         if self._range is not None:
@@ -516,7 +532,7 @@ class GanttView(QWidget):
         self._plot.getAxis("left").setTicks([ticks, []])
         # every lane at least a line of text tall, plus the time axis
         self._widget.setMinimumHeight(_LANE_PIXELS * max(len(self._lanes), 2) + 74)
-        end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        end = timeline_end(timeline)
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(
             xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(self._lanes), 1) - 0.3
@@ -543,8 +559,13 @@ class GanttView(QWidget):
             self._set_bars(f"recompute:{kind}", spans)
             self._set_bars(f"hatch:{kind}", spans)
         transfers = timeline.transfers if timeline is not None else ()
-        spans = [(tr.start, tr.end, lane_of[f"{tr.source} → {tr.target}"]) for tr in transfers]
-        self._set_bars("transfer", spans)
+        for layer, offload in (("transfer", False), ("offload", True)):
+            spans = [
+                (tr.start, tr.end, lane_of[f"{tr.source} → {tr.target}"])
+                for tr in transfers
+                if tr.offload == offload
+            ]
+            self._set_bars(layer, spans)
 
     def _set_bars(self, layer: str, spans: list[tuple[float, float, int]]) -> None:
         """Feed one layer ``(start, end, lane)`` spans; link lanes get thinner bars."""
@@ -556,7 +577,7 @@ class GanttView(QWidget):
         )
 
     def _fill_overview(self, timeline: Timeline | None) -> None:
-        end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
+        end = timeline_end(timeline)
         spans = [merge_intervals(starts, ends, end / 2000) for starts, ends, _ in self._bars]
         x0 = np.concatenate([lo for lo, _ in spans] or [np.zeros(0)])
         width = np.concatenate([hi - lo for lo, hi in spans] or [np.zeros(0)])

@@ -60,7 +60,14 @@ def op_tooltip(op: OpEvent, operator: str, budget: int, reason: str) -> str:
 
 
 def transfer_tooltip(tr: TransferEvent) -> str:
-    """What a copy moves, between which devices, for which operation."""
+    """What a copy moves, between which devices, for which operation (or, for an offloading
+    copy, that it is kept on its target)."""
+    if tr.offload:
+        return (
+            f"<b>offload of {html.escape(tr.tensor)}</b> {tr.source} → {tr.target}, kept "
+            f"there<br>stage {tr.stage} (end) · start {format_ms(tr.start)} · duration "
+            f"{format_ms(tr.end - tr.start)} · {format_size(tr.bytes)}"
+        )
     return (
         f"<b>copy of {html.escape(tr.tensor)}</b> {tr.source} → {tr.target}, "
         f"for {html.escape(tr.consumer)}<br>stage {tr.stage} · start "

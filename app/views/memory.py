@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
 from app.theme import colors_for, style_plot
+from app.views.concurrent_source import timeline_end
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import MemoryCurve, Timeline
@@ -41,11 +43,14 @@ class _DevicePlot:
         self.plot: pg.PlotItem = layout.addPlot(row=row, col=0)
         self.curve = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
         self.selected = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
+        self.offloaded = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
+        """Bytes held as offloading copies (tensors copied here and kept)."""
         self.budget = pg.InfiniteLine(angle=0, movable=False)
         self.budget_label = pg.TextItem(anchor=(1.0, 1.0))
         self.peak = pg.ScatterPlotItem(size=9, symbol="t")
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
         self.plot.addItem(self.curve)
+        self.plot.addItem(self.offloaded)
         self.plot.addItem(self.selected)
         self.plot.addItem(self.peak)
         for item in (self.budget, self.budget_label, self.cursor):
@@ -67,6 +72,7 @@ class MemoryView(QWidget):
         self._document = document
         self._plots: dict[str, _DevicePlot] = {}
         self._link: pg.PlotItem | None = None
+        self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
@@ -76,6 +82,19 @@ class MemoryView(QWidget):
         self._redraw()
 
     # ----- public API -------------------------------------------------------------------------
+    def set_timeline_source(self, source: Callable[[Document], Timeline | None] | None) -> None:
+        """Draw ``source(document)`` instead of ``document.timeline`` (``None``: back to it)."""
+        self._source = source or _document_timeline
+        self._redraw()
+
+    def timeline(self) -> Timeline | None:
+        """The timeline on display (from the current source)."""
+        return self._source(self._document)
+
+    def offloaded_curve(self, device: str) -> pg.PlotDataItem:
+        """The band of bytes held on ``device`` as offloading copies."""
+        return self._plots[device].offloaded
+
     def plot(self, device: str) -> pg.PlotItem:
         """The plot of ``device``."""
         return self._plots[device].plot
@@ -127,14 +146,14 @@ class MemoryView(QWidget):
 
     def resident_at(self, device: str, time: float) -> tuple[int, tuple[str, ...]]:
         """Bytes in use and resident tensors on ``device`` at ``time`` (ms)."""
-        timeline = self._document.timeline
+        timeline = self.timeline()
         if timeline is None or device not in timeline.memory:
             return 0, ()
         return timeline.memory[device].at(time)
 
     def tooltip_at(self, device: str, time: float) -> str:
         """The hover text: memory in use at ``time`` and the tensors making it up."""
-        timeline = self._document.timeline
+        timeline = self.timeline()
         graph = self._document.graph
         if timeline is None or device not in timeline.memory:
             return ""
@@ -191,6 +210,9 @@ class MemoryView(QWidget):
             color = colors.device(row)
             item.curve.setPen(colors.pen(color, 1.6))
             item.curve.setBrush(colors.device_fill(row))
+            shade = QColor(colors.transfer).darker(140)
+            item.offloaded.setPen(colors.pen(shade, 1.2))
+            item.offloaded.setBrush(QBrush(shade, Qt.BrushStyle.DiagCrossPattern))
             item.selected.setPen(colors.pen(colors.selection, 1.2))
             item.selected.setBrush(QBrush(QColor(colors.selection), Qt.BrushStyle.BDiagPattern))
             item.budget.setPen(colors.pen(colors.budget, 1.5, dashed=True))
@@ -234,12 +256,13 @@ class MemoryView(QWidget):
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
         self._ensure_plots()
-        timeline = self._document.timeline
+        timeline = self.timeline()
         for item in self._plots.values():
             curve = timeline.memory.get(item.device) if timeline is not None else None
-            end = timeline.total_ms if timeline is not None else 0.0
+            end = timeline_end(timeline) if timeline is not None else 0.0
             budget = self._budget(item.device)
             self._draw_device(item, curve, end, budget)
+            self._draw_offloaded(item, timeline, end)
             self._draw_selected(item)
         if self._plots:
             first = next(iter(self._plots.values())).plot
@@ -252,7 +275,7 @@ class MemoryView(QWidget):
         self._draw_cursor()
 
     def _budget(self, device: str) -> int:
-        timeline = self._document.timeline
+        timeline = self.timeline()
         if timeline is not None and device in timeline.budgets:
             return int(timeline.budgets[device])
         graph = self._document.graph
@@ -288,17 +311,28 @@ class MemoryView(QWidget):
 
     def _draw_selected(self, item: _DevicePlot) -> None:
         """The selected tensor's bytes while it is resident on this device."""
-        timeline = self._document.timeline
+        timeline = self.timeline()
         graph = self._document.graph
         node = self._document.selection
         curve = timeline.memory.get(item.device) if timeline is not None else None
         if curve is None or graph is None or node not in graph.index:
             item.selected.setData([], [])
             return
-        x, _ = _steps(curve, timeline.total_ms)
+        x, _ = _steps(curve, timeline_end(timeline))
         size = int(graph.memory[graph.index[node]]) / item.scale
         y = np.array([size if node in names else 0.0 for names in curve.resident])
         item.selected.setData(x, y)
+
+    def _draw_offloaded(self, item: _DevicePlot, timeline: Timeline | None, end: float) -> None:
+        """The bytes of the tensors on this device that arrived by an offloading copy."""
+        graph = self._document.graph
+        curve = timeline.memory.get(item.device) if timeline is not None else None
+        if curve is None or graph is None or not any(tr.offload for tr in timeline.transfers):
+            item.offloaded.setData([], [])
+            return
+        x, _ = _steps(curve, end)
+        held = offloaded_bytes(timeline, item.device, graph.memory, graph.index)
+        item.offloaded.setData(x, held / item.scale)
 
     def _draw_cursor(self) -> None:
         op = self._document.cursor_op
@@ -308,9 +342,38 @@ class MemoryView(QWidget):
                 item.cursor.setPos(op.start)
 
 
+def _document_timeline(document: Document) -> Timeline | None:
+    return document.timeline
+
+
+def offloaded_bytes(timeline: Timeline, device: str, sizes, index) -> np.ndarray:
+    """Per step of ``device``'s memory curve, the bytes of resident tensors that arrived there
+    by an offloading copy (not computed there since).
+
+    A tensor is offloaded on ``device`` from the start of the copy that brought it until an
+    operation computes it there again; it counts while the curve lists it as resident.
+    """
+    curve = timeline.memory[device]
+    events = [
+        (tr.start, 1, tr.tensor) for tr in timeline.transfers if tr.offload and tr.target == device
+    ]
+    events += [(op.start, 0, op.node) for op in timeline.ops if op.device == device]
+    events.sort(key=lambda e: e[0])
+    held: set[str] = set()
+    out = np.zeros(len(curve.bytes))
+    e = 0
+    for j, (time, names) in enumerate(zip(curve.times, curve.resident, strict=True)):
+        while e < len(events) and events[e][0] <= time:
+            _, is_copy, tensor = events[e]
+            (held.add if is_copy else held.discard)(tensor)
+            e += 1
+        out[j] = sum(int(sizes[index[x]]) for x in names if x in held)
+    return out
+
+
 def _x_extent(timeline: Timeline | None) -> float:
     """The time span to show: the schedule's length, or 1 ms before there is one."""
-    return timeline.total_ms if timeline is not None and timeline.ops else 1.0
+    return timeline_end(timeline)
 
 
 def _steps(curve: MemoryCurve | None, end: float) -> tuple[np.ndarray, np.ndarray]:

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.document import Document
+from app.views.concurrent_source import ConcurrentSource
 from app.views.gantt import GanttView
 from app.views.memory import MemoryView
+from solver.document.units import format_ms
 
 __all__ = ["ScheduleView"]
 
@@ -19,13 +31,35 @@ class ScheduleView(QWidget):
     cursor as a vertical line at ``document.cursor_op.start``, so one line runs through both.
     Each child keeps a readable minimum height (lanes and memory plots never squashed to a few
     pixels); when the window is too short for both, the view scrolls instead.
+
+    ``concurrent_action`` (checkable; also in the View menu) redraws both on the concurrent
+    timeline, devices and links working in parallel (:mod:`solver.execution.concurrent`); the label
+    beside it always gives the serial cost and the concurrent makespan. Listens to
+    ``result_changed`` and ``graph_changed`` for that label.
     """
 
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
+        self._document = document
+        self._concurrent = ConcurrentSource()
         self.gantt = GanttView(document)
         self.memory = MemoryView(document)
         self.memory.link_x(self.gantt.plot)
+        self.concurrent_action = QAction("&Concurrent Timeline", self, checkable=True)
+        self.concurrent_action.setToolTip(
+            "Draw the schedule with devices and links working in parallel (an estimate; "
+            "the solver's objective stays the serial sum)"
+        )
+        self.concurrent_action.toggled.connect(self._on_concurrent_toggled)
+        toggle = QToolButton()
+        toggle.setDefaultAction(self.concurrent_action)
+        toggle.setText("Concurrent timeline")
+        self.makespan_label = QLabel()
+        self.makespan_label.setTextFormat(Qt.TextFormat.RichText)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 2, 6, 0)
+        bar.addWidget(toggle)
+        bar.addWidget(self.makespan_label, 1)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.gantt)
         splitter.addWidget(self.memory)
@@ -39,8 +73,40 @@ class ScheduleView(QWidget):
         self.scroll.setWidget(splitter)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(bar)
         layout.addWidget(self.scroll)
+        document.result_changed.connect(self._update_label)
+        document.graph_changed.connect(self._update_label)
+        self._update_label()
         self.gantt.reset_view()
+
+    def _on_concurrent_toggled(self, on: bool) -> None:
+        source = self._concurrent if on else None
+        self.gantt.set_timeline_source(source)
+        self.memory.set_timeline_source(source)
+        self.gantt.reset_view()
+        self._update_label()
+
+    def _update_label(self) -> None:
+        """Serial cost and concurrent makespan side by side; the one drawn in bold."""
+        layout = self._concurrent.layout(self._document)
+        if layout is None:
+            self.makespan_label.setText(
+                "<i>concurrent makespan: no valid schedule on display</i>"
+                if self._document.result is not None
+                else ""
+            )
+            return
+        on = self.concurrent_action.isChecked()
+        serial = f"serial {format_ms(layout.serial_ms)}"
+        concurrent = f"concurrent {format_ms(layout.makespan_ms)}"
+        serial, concurrent = (
+            (serial, f"<b>{concurrent}</b>") if on else (f"<b>{serial}</b>", concurrent)
+        )
+        self.makespan_label.setText(
+            f"{serial} · {concurrent} ({layout.speedup:.2f}× with devices and links in parallel)"
+        )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from solver.optimize.solve import SolveResult
 
 __all__ = ["Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
 
-ORIGINS = ("computed", "recomputed", "copied")
+ORIGINS = ("computed", "recomputed", "copied", "offloaded here (kept)")
 _PLOT_PIXELS = 150
 
 
@@ -120,6 +120,8 @@ def resident_reason(graph: Graph, timeline: Timeline, device: str, tensor: str, 
             return f"needed by {op.node} at {format_ms(op.start)}"
     for tr in timeline.transfers:
         if tr.start >= time and tr.source == device and tr.tensor == tensor:
+            if tr.offload:
+                return f"offloaded to {tr.target} (kept there) at {format_ms(tr.start)}"
             return f"copied to {tr.target} for {tr.consumer} at {format_ms(tr.start)}"
     return "kept (a checkpoint), not read here again"
 
@@ -131,7 +133,7 @@ def _origin_events(timeline: Timeline, device: str) -> dict[str, list[tuple[floa
             events.setdefault(op.node, []).append((op.start, 1 if op.recompute else 0))
     for tr in timeline.transfers:
         if tr.target == device:
-            events.setdefault(tr.tensor, []).append((tr.start, 2))
+            events.setdefault(tr.tensor, []).append((tr.start, 3 if tr.offload else 2))
     for value in events.values():
         value.sort()
     return events
@@ -300,6 +302,7 @@ class TensorMemoryView(QWidget):
             "One band per resident tensor, coloured by layer \u00b7 "
             "<i>lighter, hatched</i>: recomputed \u00b7 "
             f"<span style='color:{colors.transfer}'>outlined</span>: copied from another device"
+            " \u00b7 <i>cross-hatched, dashed</i>: offloaded here and kept"
             " \u00b7 hover for why it is resident, click to select"
         )
 
@@ -471,6 +474,7 @@ class _Brushes:
             pg.mkPen(QColor(colors.background), width=0.5),
             pg.mkPen(QColor(colors.background), width=0.5),
             colors.pen(colors.transfer, 1.6),
+            colors.pen(QColor(colors.transfer).darker(150), 1.6, dashed=True),
         ]
 
     def brush(self, node: int, origin: int) -> QBrush:
@@ -478,7 +482,9 @@ class _Brushes:
         if key not in self._cache:
             hue = (key[0] * 0.61803398875) % 1.0  # golden-ratio steps: neighbours differ
             color = QColor.fromHsvF(hue, 0.55 if origin != 1 else 0.25, 0.85)
-            style = Qt.BrushStyle.Dense4Pattern if origin == 1 else Qt.BrushStyle.SolidPattern
+            style = {1: Qt.BrushStyle.Dense4Pattern, 3: Qt.BrushStyle.DiagCrossPattern}.get(
+                origin, Qt.BrushStyle.SolidPattern
+            )
             self._cache[key] = QBrush(color, style)
         return self._cache[key]
 
