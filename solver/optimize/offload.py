@@ -33,12 +33,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule, SolverInfo
-from solver.execution.simulate import offload_ms, simulate
+from solver.execution.simulate import Timeline, offload_ms, simulate
 from solver.optimize.backends import BackendOptions, run_backend
 from solver.optimize.bounds import explain_infeasible
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
@@ -61,6 +62,9 @@ from solver.optimize.miqp import (
 )
 from solver.optimize.miqp_schedule import schedule_from_values, values_from_schedule
 from solver.status import SolveStatus
+
+if TYPE_CHECKING:
+    from solver.optimize.solve import SolveOptions
 
 __all__ = [
     "OffloadModel",
@@ -307,11 +311,16 @@ class _OffloadIncumbents(Incumbents):
 
 def solve_offload(
     graph: Graph,
-    options,
+    options: SolveOptions,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    start: tuple[Schedule, Timeline] | None = None,
 ) -> SolveResult:
     """Solve XEngine's MIQP with offloading copies allowed (``SolveOptions.offload``).
+
+    ``start``, a valid schedule and its replay (e.g. the paper's model's result), is offered
+    as an incumbent beside the heuristic one: every schedule of the paper's model is one of
+    this model (no copies), so the result is never dearer than it.
 
     Like :func:`solver.optimize.solve.solve_xengine`: the heuristic start is the first incumbent,
     every schedule is replayed, and "optimal" is claimed only for an exact model whose
@@ -337,9 +346,11 @@ def solve_offload(
     backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
     best = _OffloadIncumbents(graph, OFFLOAD_METHOD, backend, on_progress)
     if options.warm_start:
-        start = _best_baseline(graph)
-        if start is not None:
-            best.offer(*start, source="a heuristic")
+        heuristic = _best_baseline(graph)
+        if heuristic is not None:
+            best.offer(*heuristic, source="a heuristic")
+    if start is not None:
+        best.offer(*start, source=start[0].solver.method if start[0].solver else "the start")
     base = SolveResult(method=OFFLOAD_METHOD, status=SolveStatus.ERROR, backend=backend)
     rounding = "relaxed" if memory_units(graph).all_exact else "safe"
     try:

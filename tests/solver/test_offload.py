@@ -14,7 +14,7 @@ from solver.document.schedule import Operation, Schedule, Stage
 from solver.errors import ScheduleFormatError
 from solver.execution.concurrent import concurrent_layout
 from solver.execution.simulate import check_schedule, simulate
-from solver.optimize.offload import OFFLOAD_METHOD, build_offload_model
+from solver.optimize.offload import OFFLOAD_METHOD, build_offload_model, solve_offload
 from solver.optimize.solve import SolveOptions, solve_xengine
 from solver.status import SolveStatus
 
@@ -223,6 +223,19 @@ def test_offloading_is_off_by_default_and_off_is_the_papers_model():
     chain = solve_xengine(offload_chain(1.0), SolveOptions(time_limit_s=30))
     assert chain.objective == pytest.approx(23.0)
     assert not any(stage.copies for stage in chain.schedule.stages)
+
+
+def test_offloading_is_never_dearer_than_a_given_start():
+    graph = offload_chain(6.0)  # offloading cannot help: the paper's optimum, 23 ms, stands
+    paper = _solve(graph, offload=False)
+    result = solve_offload(
+        graph, SolveOptions(time_limit_s=30), start=(paper.schedule, paper.timeline)
+    )
+    assert result.status is SolveStatus.OPTIMAL and result.objective == pytest.approx(23.0)
+    hurried = solve_offload(
+        graph, SolveOptions(time_limit_s=0.01), start=(paper.schedule, paper.timeline)
+    )
+    assert hurried.objective == pytest.approx(23.0)  # the start itself, at the least
 
 
 def test_offload_model_without_links_has_no_copies():
