@@ -5,12 +5,12 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
+    QCheckBox,
     QFrame,
     QHBoxLayout,
     QLabel,
     QScrollArea,
     QSplitter,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -51,9 +51,12 @@ class ScheduleView(QWidget):
             "the solver's objective stays the serial sum)"
         )
         self.concurrent_action.toggled.connect(self._on_concurrent_toggled)
-        toggle = QToolButton()
-        toggle.setDefaultAction(self.concurrent_action)
-        toggle.setText("Concurrent timeline")
+        # a check box shows its state plainly; it and the action follow each other
+        toggle = QCheckBox("Concurrent timeline")
+        toggle.setToolTip(self.concurrent_action.toolTip())
+        toggle.toggled.connect(self.concurrent_action.setChecked)
+        self.concurrent_action.toggled.connect(toggle.setChecked)
+        self.concurrent_box = toggle
         self.makespan_label = QLabel()
         self.makespan_label.setTextFormat(Qt.TextFormat.RichText)
         bar = QHBoxLayout()

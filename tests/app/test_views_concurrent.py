@@ -98,8 +98,11 @@ def test_concurrent_toggle_redraws_gantt_and_memory(chain_document, show, qtbot)
 def test_makespan_label_shows_serial_and_concurrent(chain_document, show):
     view = show(ScheduleView(chain_document), 1200, 700)
     assert view.makespan_label.text().startswith("<b>serial 15 ms</b> · concurrent 14 ms (1.07×")
-    view.concurrent_action.setChecked(True)
+    view.concurrent_box.setChecked(True)  # the check box drives the action
+    assert view.concurrent_action.isChecked()
     assert view.makespan_label.text().startswith("serial 15 ms · <b>concurrent 14 ms</b>")
+    view.concurrent_action.setChecked(False)  # and follows it (View menu)
+    assert not view.concurrent_box.isChecked()
 
 
 def test_concurrent_toggle_is_in_the_view_menu(make_window):
