@@ -89,7 +89,7 @@ def search_windows(
         stats.windows += 1
         limit = min(max(MIN_SECONDS, (deadline - time.monotonic()) / 6), MAX_SECONDS)
         began = time.monotonic()
-        result = _solve_free(model, best, backend, x, free, deadline, limit, cancel)
+        result = _solve_free(model, best, backend, x, free, deadline, limit, cancel, stop)
         spent[kind] += time.monotonic() - began
         found[kind] += result == "improved"
         stats.improvements += result == "improved"
@@ -168,6 +168,16 @@ class _Neighbourhoods:
         return self.is_u | touched
 
 
+class _Either:
+    """Set when either event is: the backends only ask ``is_set()``."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
 def _stopped(deadline: float, *events: threading.Event | None) -> bool:
     return time.monotonic() > deadline - 0.2 or any(e is not None and e.is_set() for e in events)
 
@@ -190,6 +200,7 @@ def _solve_free(
     deadline: float,
     limit: float,
     cancel: threading.Event | None,
+    stop: threading.Event | None = None,
 ) -> str:
     """Re-solve the ``free`` columns with the rest fixed at ``x``; offer what is cheaper.
 
@@ -209,7 +220,9 @@ def _solve_free(
         cutoff=cost - 1e-6 * max(1.0, abs(cost)),
     )
     start = x[columns] if backend == "highs" else None
-    outcome = run_backend(sub, options, None, cancel, start=start)
+    # A neighbourhood's backend stops with the search: once the full model has proved its
+    # answer, waiting for the neighbourhood would only delay the result.
+    outcome = run_backend(sub, options, None, _Either(cancel, stop), start=start)
     quick = outcome.seconds < limit / 3
     if outcome.values is None:
         if outcome.status is SolveStatus.INFEASIBLE:

@@ -56,7 +56,7 @@ class SolveOptions:
     warm_start: bool = True
     mip_start: bool | None = None
     cutoff: bool = False
-    improve: bool = False
+    improve: bool = True
     offload: bool = False
     """Allow offloading copies (solver/optimize/offload.py); off: the paper's model, unchanged."""
 

@@ -43,8 +43,9 @@ __all__ = ["HARD_STOP_GRACE_S", "SIGINT_GRACE_S", "run_cbc"]
 
 SIGINT_GRACE_S = 1.5
 """How long CBC may take to write its incumbent after SIGINT before it is killed."""
-HARD_STOP_GRACE_S = 5.0
-"""CBC ignores ``-sec`` in preprocessing (coin-or/pulp#699), so we stop it at limit + this."""
+HARD_STOP_GRACE_S = 1.0
+"""CBC ignores ``-sec`` in preprocessing (coin-or/pulp#699), so we stop it at limit + this
+(then SIGINT, and SIGKILL after :data:`SIGINT_GRACE_S`): a solve ends within 2.5 s of its limit."""
 _CBC_PATTERNS = (
     re.compile(
         r"Cbc0010I After \d+ nodes, \d+ on tree, (?P<inc>\S+) best solution, "
