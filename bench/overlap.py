@@ -1,5 +1,5 @@
-"""Benchmark overlap (issue 12, part 2): serial optimum, its concurrent estimate, the
-overlap-optimized makespan and the best single device, at GPU 60 % and 40 % of the no-remat peak.
+"""Benchmark issue 12: serial optimum, its concurrent estimate, the overlap-optimized makespan,
+the offloading optimum and the best single device, at GPU 60 % and 40 % of the no-remat peak.
 
 Per graph and budget (the GPU limited, the host keeping its memory, as in bench/solve.py):
 
@@ -11,6 +11,10 @@ Per graph and budget (the GPU limited, the host keeping its memory, as in bench/
 - ``overlap``: the best concurrent makespan of solver/optimize/overlap.py's local search started
   from the serial schedule and from each other valid one above (``--overlap-time`` seconds
   each), with that schedule's own serial cost and the start it came from: a heuristic, never proven;
+- ``miqp``: XEngine's MIQP alone (the paper's model), serial cost and status;
+- ``offload``: XEngine's MIQP with offloading (``SolveOptions(offload=True)``,
+  solver/optimize/offload.py; same solver and limit, started from ``miqp``'s schedule, so never
+  dearer than it), its serial cost, status and number of offloading copies;
 - ``single``: the best single device, serial = concurrent: the best of Checkmate's model (HiGHS,
   same limit; ``optimal`` when proven), checkpoint-all and Chen's greedy on each device.
 
@@ -24,6 +28,7 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -35,6 +40,7 @@ from solver.execution.concurrent import concurrent_makespan  # noqa: E402
 from solver.optimize.backends import available_backends  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 from solver.optimize.methods import solve  # noqa: E402
+from solver.optimize.offload import solve_offload  # noqa: E402
 from solver.optimize.overlap import optimize_overlap  # noqa: E402
 from solver.optimize.solve import SolveOptions, SolveResult  # noqa: E402
 
@@ -61,6 +67,16 @@ def _single(graph: Graph, options: SolveOptions) -> SolveResult | None:
             if result.ok:
                 results.append(result)
     return min(results, key=lambda r: r.timeline.total_ms, default=None)
+
+
+def _offload(graph: Graph, options: SolveOptions, miqp: SolveResult) -> str:
+    """The offloading model, started from the paper's model's result (never dearer than it)."""
+    start = (miqp.schedule, miqp.timeline) if miqp.ok else None
+    result = solve_offload(graph, replace(options, offload=True), start=start)
+    if not result.ok:
+        return f"none ({result.status.value})"
+    copies = sum(tr.offload for tr in result.timeline.transfers)
+    return f"{result.timeline.total_ms:.2f} ({result.status.value}, {copies} copies)"
 
 
 def _label(result: SolveResult) -> str:
@@ -103,6 +119,8 @@ def run_case(name: str, share: float, args) -> dict:
     best = min(runs, key=lambda r: (r.makespan_ms, r.layout.serial_ms))
     start = valid[runs.index(best)].method
     row["overlap"] = f"{best.makespan_ms:.2f} (serial {best.layout.serial_ms:.2f}, from {start})"
+    row["miqp"] = f"{miqp.timeline.total_ms:.2f} ({miqp.status.value})" if miqp.ok else "-"
+    row["offload"] = _offload(graph, options, miqp)
     if single is None:
         row["single"] = "none fits"
     else:
@@ -115,7 +133,18 @@ def run_case(name: str, share: float, args) -> dict:
     return row
 
 
-COLUMNS = ("graph", "budget", "serial", "conc", "overlap", "single", "speedup", "seconds")
+COLUMNS = (
+    "graph",
+    "budget",
+    "serial",
+    "conc",
+    "overlap",
+    "miqp",
+    "offload",
+    "single",
+    "speedup",
+    "seconds",
+)
 
 
 def main() -> None:
@@ -128,7 +157,8 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"serial: the cheapest of MIQP ({args.solver}, {args.time_limit:.0f} s), greedy and "
-        "the best single device; "
+        "the best single device; miqp: XEngine's MIQP alone; offload: the MIQP with offloading "
+        "(same solver and limit, started from miqp); "
         f"overlap: local search, {args.overlap_time:.0f} s per start, seed {args.seed}; "
         "times in ms; speedup = best single device / serial, and / overlap makespan"
     )
