@@ -126,6 +126,7 @@ def _options(args: argparse.Namespace) -> SolveOptions:
         gap_rel=args.gap,
         threads=args.threads,
         offload=offload,
+        improve=not getattr(args, "no_improve", False),
     )
 
 
@@ -427,6 +428,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--solver", choices=["cbc", "highs"], default="cbc")
         p.add_argument("--gap", type=_gap, default=1e-4, help="relative gap (default 1e-4)")
         p.add_argument("--threads", type=_threads, default=None)
+        p.add_argument(
+            "--no-improve",
+            action="store_true",
+            help="no neighbourhood search beside the full model (it takes a second core)",
+        )
 
     solve_p = sub.add_parser("solve", help="find the fastest schedule")
     solver_args(solve_p)
