@@ -381,3 +381,47 @@ def test_highs_accepts_a_new_thread_count_in_the_same_process() -> None:
         prob, _ = make_knapsack()
         result = run_backend(prob, BackendOptions(backend="highs", threads=threads))
         assert result.status is SolveStatus.OPTIMAL
+
+
+@pytest.mark.skipif(not Path("/usr/bin/setpriv").exists(), reason="needs util-linux setpriv")
+def test_cbc_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of Python (no handler can run) must not orphan the solver process."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time\n"
+        "from solver.optimize.backends.cbc import _spawn_cbc\n"
+        "child = _spawn_cbc(['sleep', '60'])\n"
+        "print(child.proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        pid = int(parent.stdout.readline())
+        os.kill(pid, 0)  # the stand-in solver runs
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            # a zombie counts as dead: it is reaped by init
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the solver process outlived its killed parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.stdout.close()

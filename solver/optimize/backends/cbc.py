@@ -17,6 +17,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -116,9 +117,24 @@ def _cbc_args(cbc: str, mps: str, sol: str, mst: str | None, options: BackendOpt
     return [*args, "-printingOptions", "all", "-solve", "-solution", sol]
 
 
+def _dies_with_parent(args: list[str]) -> list[str]:
+    """Prefix ``args`` so CBC gets SIGKILL when the thread that started it dies (Linux
+    ``PR_SET_PDEATHSIG`` through util-linux's ``setpriv``, which then execs CBC).
+
+    Our own signal handlers stop CBC on Ctrl-C, SIGTERM and SIGHUP; this covers what they
+    cannot: SIGKILL, a crash, or an out-of-memory kill of Python, which would otherwise leave
+    CBC running with its temporary folder. ``preexec_fn`` would do the same but is unsafe in
+    a process with threads (the GUI's workers, the neighbourhood search). Without
+    ``setpriv`` (not Linux), CBC starts as before.
+    """
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "KILL", "--", *args] if setpriv else args
+
+
 def _spawn_cbc(args: list[str]) -> _CbcProcess:
     """Start CBC in its own session with line-buffered output (pty, else pipe + stdbuf)."""
     common = {"stdin": subprocess.DEVNULL, "start_new_session": True, "close_fds": True}
+    args = _dies_with_parent(args)
     try:
         master, slave = pty.openpty()  # CBC's stdio sees a terminal and flushes every line
     except OSError:  # no devpts (some chroots/containers): fall back to stdbuf on a pipe
