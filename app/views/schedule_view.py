@@ -92,16 +92,25 @@ class ScheduleView(QWidget):
         self._update_label()
 
     def _update_label(self) -> None:
-        """Serial cost and concurrent makespan side by side; the one drawn in bold."""
-        layout = self._concurrent.layout(self._document)
+        """Serial cost and concurrent makespan side by side; the one drawn in bold.
+
+        A running solve's provisional incumbents get no layout unless it is drawn: the GUI
+        thread stays free for them (the final result gets its figure).
+        """
+        document = self._document
+        on = self.concurrent_action.isChecked()
+        if document.is_provisional and not on and document.timeline is not None:
+            serial = format_ms(document.timeline.total_ms)
+            self.makespan_label.setText(f"<b>serial {serial}</b> · concurrent: when the solve ends")
+            return
+        layout = self._concurrent.layout(document)
         if layout is None:
             self.makespan_label.setText(
                 "<i>concurrent makespan: no valid schedule on display</i>"
-                if self._document.result is not None
+                if document.result is not None
                 else ""
             )
             return
-        on = self.concurrent_action.isChecked()
         serial = f"serial {format_ms(layout.serial_ms)}"
         concurrent = f"concurrent {format_ms(layout.makespan_ms)}"
         serial, concurrent = (

@@ -154,3 +154,12 @@ def test_memory_per_tensor_marks_offloaded_copies(chain_document):
     assert origins == ["computed", "offloaded here (kept)"]
     reason = resident_reason(graph, timeline, "cpu", "a", 11.5)
     assert reason == "offloaded to gpu (kept there) at 13 ms"
+
+
+def test_provisional_results_get_the_concurrent_figure_when_the_solve_ends(chain_document, show):
+    view = show(ScheduleView(chain_document), 1200, 700)
+    result = chain_document.result
+    chain_document.set_result(result, provisional=True)
+    assert view.makespan_label.text() == "<b>serial 15 ms</b> · concurrent: when the solve ends"
+    chain_document.set_result(result)
+    assert view.makespan_label.text().startswith("<b>serial 15 ms</b> · concurrent 14 ms")
