@@ -7,6 +7,7 @@ each rule and reports the first violation with the stage, node, device and numbe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -110,8 +111,13 @@ class Timeline:
 
     @property
     def total_ms(self) -> float:
-        """The schedule's cost: all operations plus all transfers (model.md §2 rule 6)."""
-        return self.compute_ms + self.transfer_ms
+        """The schedule's cost: all operations plus all transfers (model.md §2 rule 6).
+
+        Past the float range (costs near 1e308) the clock overflows and ``end - start``
+        becomes NaN; the true total is then larger than any float, so it is ``inf``.
+        """
+        total = self.compute_ms + self.transfer_ms
+        return math.inf if math.isnan(total) else total
 
     @property
     def offload_ms(self) -> float:

@@ -231,6 +231,7 @@ def _solve_free(
     candidate = x.copy()
     candidate[columns] = outcome.values
     logger.debug("neighbourhood of %d columns: %.6g -> %.6g", len(columns), cost, outcome.objective)
-    if best.offer_values(model, candidate, claimed=outcome.objective):
+    claimed = None if model.capped else outcome.objective
+    if best.offer_values(model, candidate, claimed=claimed):
         return "improved"
     return "timeout" if outcome.status is not SolveStatus.OPTIMAL else "none"

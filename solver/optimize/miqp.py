@@ -10,7 +10,9 @@ exact in bytes (docs/spec-notes.md, "The solved formulation"):
 - **``S`` only where the device can run the node**: without offloading, a tensor is resident
   only where it was computed.
 - **Node fixing**: ``R[d,*,k] = 0`` where ``M_k`` plus ``k``'s inputs exceed ``B_d`` (the
-  necessary condition of model.md §4: ``k`` cannot run there).
+  necessary condition of model.md §4: ``k`` cannot run there), and where one run of ``k`` on
+  ``d`` alone costs more than a known schedule (``upper_bound``): no optimum contains it, and
+  a cost such as 1e308 never reaches the backend, whose tolerances it would swamp.
 - **Memory as the recurrence** ``U[d,t,k] = U[d,t,k-1] + M_k R[d,t,k] - frees after k-1``
   (model.md §3 states both forms): O(n^2) coefficients instead of O(n^3).
 - **Memory rows in whole units**: each device's sizes and budget are divided by a unit of
@@ -47,8 +49,17 @@ __all__ = [
     "build_array_model",
     "cheapest_once",
     "MAX_ROW_UNITS",
+    "COST_CEILING",
 ]
 
+COST_CEILING = 1e12
+"""Objective coefficients above this many ms (30 years) enter the model capped at it.
+
+A cost like 1e308 swamps any solver's tolerances (CBC then called a feasible model
+infeasible). Capping keeps every schedule's model cost at most its true cost, so the bound
+stays valid; and a schedule that uses no capped run costs the same in both, so the model's
+optimum is the true one whenever it replays at its model cost (:mod:`solver.optimize.solve`
+says "optimal" only then)."""
 MAX_ROW_UNITS = 10**6
 """Budgets above this many units are expressed in a fractional unit (exact, not rounded)."""
 BYTES_PER_NONZERO = 200
@@ -185,6 +196,10 @@ class ArrayModel:
     F: dict = field(default_factory=dict)
     X: dict = field(default_factory=dict)
     U: dict = field(default_factory=dict)
+    upper_bound: float | None = None
+    """The known schedule's cost the model was reduced with (see :func:`build_array_model`)."""
+    capped: bool = False
+    """Whether some objective coefficient was capped at :data:`COST_CEILING`."""
 
     @property
     def num_variables(self) -> int:
@@ -277,6 +292,7 @@ def build_array_model(
     deadline: float | None = None,
     cancel: threading.Event | None = None,
     memory_limit: int | None = None,
+    upper_bound: float | None = None,
 ) -> ArrayModel:
     """Build the solved formulation of XEngine's MIQP for ``graph`` under its budgets.
 
@@ -294,6 +310,10 @@ def build_array_model(
     memory_limit : int, optional
         Bytes the build may take (default :data:`DEFAULT_MEMORY_LIMIT`); a larger estimate
         raises :class:`ModelTooLarge` before anything is allocated.
+    upper_bound : float, optional
+        The cost of a known valid schedule. Runs and copies that alone cost more are left
+        out: no schedule using one can beat it, so the optimum is unchanged, while the
+        known schedule itself stays in the model.
 
     Examples
     --------
@@ -313,6 +333,7 @@ def build_array_model(
             "coarsen the graph (layer level instead of op level) or use fewer devices"
         )
     model = ArrayModel(graph, memory_units(graph, rounding), LinearProgram.__new__(LinearProgram))
+    model.upper_bound = upper_bound
     builder = _Builder(deadline, cancel)
     add_variables(model, builder)
     add_frontier_constraints(model, builder)
@@ -328,10 +349,22 @@ def build_array_model(
 def _fits(model: ArrayModel, d: int, k: int) -> bool:
     """Whether node ``k`` can run on device ``d`` at all (cost defined, requirement fits)."""
     g = model.graph
-    if math.isnan(g.cost[d, k]):
+    if math.isnan(g.cost[d, k]) or not _affordable(model, float(g.cost[d, k])):
         return False
     need = int(g.memory[k]) + sum(int(g.memory[i]) for i in g.inputs[k])
     return need <= int(model.memory.budgets[d])
+
+
+def _affordable(model: ArrayModel, cost: float) -> bool:
+    bound = model.upper_bound
+    return bound is None or not math.isfinite(bound) or cost <= bound
+
+
+def _capped(model: ArrayModel, cost: float) -> float:
+    if cost > COST_CEILING:
+        model.capped = True
+        return COST_CEILING
+    return cost
 
 
 def add_variables(model: ArrayModel, b: _Builder) -> None:
@@ -345,7 +378,7 @@ def add_variables(model: ArrayModel, b: _Builder) -> None:
         for t in range(g.n):
             for i in range(t + 1):
                 if runs[d][i]:
-                    model.R[d, t, i] = b.column(float(g.cost[d, i]))
+                    model.R[d, t, i] = b.column(_capped(model, float(g.cost[d, i])))
                     if i < t:
                         model.S[d, t, i] = b.column()
             for e, (i, k) in enumerate(g.edge_pairs):
@@ -360,8 +393,8 @@ def add_variables(model: ArrayModel, b: _Builder) -> None:
                     if src == dst or not (runs[src][i] and runs[dst][k]):
                         continue
                     cost = float(g.transfer[e, src, dst])
-                    if math.isfinite(cost):
-                        model.X[src, dst, t, e] = b.column(cost, 1.0, integer=False)
+                    if math.isfinite(cost) and _affordable(model, cost):
+                        model.X[src, dst, t, e] = b.column(_capped(model, cost), 1.0, integer=False)
     for d in range(g.num_devices):
         if not model.memory.binds(d):
             continue

@@ -99,7 +99,7 @@ def solve_xengine(
             best.offer(*start, source=_source_name(start[0]))
     base = SolveResult(method=method, status=SolveStatus.ERROR, backend=backend)
     try:
-        model = build_array_model(graph, deadline=deadline, cancel=cancel)
+        model = build_array_model(graph, deadline=deadline, cancel=cancel, upper_bound=best.cost)
     except BuildInterrupted as exc:
         status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
         why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
@@ -125,7 +125,9 @@ def solve_xengine(
         log_tail=outcome.log_tail,
     )
     if outcome.values is not None:
-        best.offer_values(model, outcome.values, claimed=outcome.objective)
+        # A capped cost makes a schedule dearer than the model says: no claim to hold it to.
+        claimed = None if model.capped else outcome.objective
+        best.offer_values(model, outcome.values, claimed=claimed)
     if not model.memory.all_exact:
         outcome = _confirm_in_bytes(model, outcome, options, best, deadline, on_progress, cancel)
     return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
@@ -165,14 +167,16 @@ def _confirm_in_bytes(
     )
     why = f"memory rows rounded ({rounded}); the bound is the relaxed model's, valid in bytes"
     try:
-        safe = build_array_model(g, rounding="safe", deadline=deadline, cancel=cancel)
+        safe = build_array_model(
+            g, rounding="safe", deadline=deadline, cancel=cancel, upper_bound=relaxed.upper_bound
+        )
     except (BuildInterrupted, ModelTooLarge):
         return replace(outcome, status=_not_proven(outcome.status), message=why)
     second = _run_model(safe, options, best, deadline, on_progress, cancel)
     if second is None:
         return replace(outcome, status=_not_proven(outcome.status), message=why)
     if second.values is not None:
-        best.offer_values(safe, second.values, claimed=second.objective)
+        best.offer_values(safe, second.values, claimed=None if safe.capped else second.objective)
     bound = outcome.bound
     met = bound is not None and best.cost is not None and best.cost <= bound * (1 + options.gap_rel)
     status = SolveStatus.OPTIMAL if met else _not_proven(second.status)
@@ -246,7 +250,13 @@ def _improve(
     schedules that overrun by a few bytes)."""
     if model.memory.rounding != "safe" and not model.memory.all_exact:
         try:
-            model = build_array_model(model.graph, rounding="safe", deadline=deadline, cancel=stop)
+            model = build_array_model(
+                model.graph,
+                rounding="safe",
+                deadline=deadline,
+                cancel=stop,
+                upper_bound=model.upper_bound,
+            )
         except (BuildInterrupted, ModelTooLarge):
             return
     search_windows(model, best, backend, deadline, cancel, stop)

@@ -173,3 +173,46 @@ def test_every_reported_incumbent_schedule_replays_at_its_cost(backend):
     assert result.status is SolveStatus.OPTIMAL
     assert result.objective == pytest.approx(expected)
     assert costs[-1] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("warm_start", [True, False])
+def test_an_absurd_cost_on_one_device_leaves_the_optimum_of_the_other(warm_start):
+    """Costs of 1e308 once made CBC call a feasible model infeasible (without a start) or
+    stall at the start (gap 68%). The CPU's runs are absurd, so the answer is the unit
+    chain's known optimum on the GPU alone: (2n+1) + n(n-1)/2 = 10 for n = 3 at budget 3,
+    proven."""
+    from dataclasses import replace
+
+    from solver.document.graph import Link
+
+    devices = [Device("cpu", "cpu", 10**6), Device("gpu", "gpu", 3)]
+    graph = unit_chain(3, devices=devices)
+    nodes = tuple(replace(n, cost={"cpu": 1e308, "gpu": 1.0}) for n in graph.nodes)
+    links = (Link("cpu", "gpu", 1000.0, 0.0), Link("gpu", "cpu", 1000.0, 0.0))
+    graph = replace(graph, nodes=nodes, links=links)
+    result = solve_xengine(graph, SolveOptions(time_limit_s=30, warm_start=warm_start))
+    assert result.status is SolveStatus.OPTIMAL, result.message
+    assert result.timeline.total_ms == pytest.approx(10.0)
+    assert result.bound == pytest.approx(10.0)
+    assert check_schedule(graph, result.schedule).valid
+
+
+def test_a_schedule_that_needs_absurd_costs_is_found_and_bounded_honestly():
+    """At GPU budget 2 the three backward nodes (output and two inputs) must run on the
+    CPU at 1e300 each: the model caps those costs, so its objective is not the schedule's;
+    the answer is still the replayed schedule, with a bound at most its cost (here the
+    cheapest-device bound, 3e300, meets it)."""
+    from dataclasses import replace
+
+    from solver.document.graph import Link
+
+    devices = [Device("cpu", "cpu", 10**6), Device("gpu", "gpu", 2)]  # budget 2: GPU alone fails
+    graph = unit_chain(3, devices=devices)
+    nodes = tuple(replace(n, cost={"cpu": 1e300, "gpu": 1.0}) for n in graph.nodes)
+    links = (Link("cpu", "gpu", 1000.0, 0.0), Link("gpu", "cpu", 1000.0, 0.0))
+    graph = replace(graph, nodes=nodes, links=links)
+    result = solve_xengine(graph, SolveOptions(time_limit_s=30))
+    assert result.status in (SolveStatus.FEASIBLE, SolveStatus.OPTIMAL), result.message
+    assert result.timeline.total_ms == pytest.approx(3e300)
+    assert result.bound is not None and result.bound <= result.timeline.total_ms
+    assert check_schedule(graph, result.schedule).valid
