@@ -425,3 +425,24 @@ def test_cbc_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
         if parent.poll() is None:
             parent.kill()
         parent.stdout.close()
+
+
+@pytest.mark.parametrize(
+    ("ran_out", "expected"), [(True, SolveStatus.TIME_LIMIT), (False, SolveStatus.INFEASIBLE)]
+)
+def test_cbc_infeasible_from_preprocessing_cut_short_is_a_time_limit(ran_out, expected) -> None:
+    """CBC 2.10.3 says "infeasible" when -sec strikes inside preprocessing (log lines as
+    captured from resnet18 at GPU 60%, 1.5 s); only an unhurried verdict is believed."""
+    from solver.optimize.backends._common import Tracker
+    from solver.optimize.backends.cbc import _cbc_status
+
+    tracker = Tracker(0.0, None)
+    tracker.tail.extend(
+        [
+            "Cgl0000I Cut generators found to be infeasible! (or unbounded)",
+            "Pre-processing says infeasible or unbounded",
+        ]
+    )
+    header = "Infeasible - objective value 0.00000000"
+    status, _ = _cbc_status(header, None, 0, tracker, ran_out)
+    assert status is expected

@@ -98,7 +98,8 @@ def run_cbc(
             _reap(child)
         ok = child.proc.returncode == 0 and os.path.exists(sol)
         header = _first_line(sol) if ok else ""
-        status, message = _cbc_status(header, reason, child.proc.returncode, tracker)
+        ran_out = reason is not None or tracker.elapsed() >= 0.95 * options.time_limit_s
+        status, message = _cbc_status(header, reason, child.proc.returncode, tracker, ran_out)
         solved = status.has_solution_possible and _cbc_header_has_solution(header)
         values = read_cbc_solution(sol, program.num_cols) if solved else None
     return finish_result(program, tracker, status, values, message, options.gap_rel)
@@ -242,14 +243,25 @@ def _reap(child: _CbcProcess) -> None:
 
 
 def _cbc_status(
-    header: str, reason: str | None, returncode: int | None, tracker: Tracker
+    header: str,
+    reason: str | None,
+    returncode: int | None,
+    tracker: Tracker,
+    ran_out: bool = False,
 ) -> tuple[SolveStatus, str]:
-    """Map the .sol file's first line (and why we stopped CBC) onto our statuses."""
+    """Map the .sol file's first line (and why we stopped CBC) onto our statuses.
+
+    ``ran_out``: the time limit had passed when CBC ended. CBC 2.10.3 then says
+    "infeasible" if the limit struck inside its preprocessing (measured: resnet18 at GPU
+    60% with 1.5 s, one run in four), so that claim is not taken at its word.
+    """
     words = header.split(" - objective value")[0].strip()
     result = next((s for s in reversed(tracker.tail) if s.startswith("Result - ")), words)
     if words.startswith("Optimal"):
         return SolveStatus.OPTIMAL, result
     if words.startswith(("Infeasible", "Integer infeasible")):
+        if ran_out and any("Pre-processing says infeasible" in line for line in tracker.tail):
+            return SolveStatus.TIME_LIMIT, "the time limit ran out in CBC's preprocessing"
         return SolveStatus.INFEASIBLE, f"CBC proved the model infeasible ({words})"
     if words.startswith("Unbounded"):
         return SolveStatus.ERROR, "CBC found the model unbounded; every variable needs bounds"
