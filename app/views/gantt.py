@@ -4,6 +4,11 @@ One lane per device and, below it, one lane per outgoing device link for transfe
 computations are filled with their kind's colour (forward, loss, backward); recomputations are a
 lighter, hatched, outlined version of it; transfers have their own colour. Everything is drawn
 from the simulator's timeline, never from solver variables.
+
+This module is the widget: its controls, navigation, slots and public API. What it draws lives
+beside it, one job per module: ``gantt_lanes`` (lanes and bars as arrays, hit tests),
+``gantt_layers`` (the bar items and their look), ``gantt_labels`` (names on bars),
+``gantt_geometry`` (flow arrows, SVG hatching) and ``gantt_text`` (summary, tooltips, legend).
 """
 
 from __future__ import annotations
@@ -11,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QSignalBlocker, Qt, QTimer
-from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics
+from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -32,23 +36,24 @@ from PySide6.QtWidgets import (
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.concurrent_source import timeline_end
-from app.views.gantt_geometry import flow_segments, hatch_segments
-from app.views.gantt_text import op_tooltip, summary_html, transfer_tooltip
+from app.views.gantt_geometry import flow_segments
+from app.views.gantt_labels import BarLabels
+from app.views.gantt_lanes import Bar, LaneTable, lane_names, link_lane
+from app.views.gantt_layers import GanttLayers
+from app.views.gantt_text import (
+    legend_html,
+    op_tooltip,
+    range_totals,
+    summary_html,
+    transfer_tooltip,
+)
 from app.views.plotting import (
     HoverProxy,
     configure_plot,
     install_export_action,
     result_matches,
 )
-from app.views.timeline_nav import (
-    OverviewStrip,
-    TimelineViewBox,
-    busy_time,
-    merge_intervals,
-    navigate,
-)
-from solver.document.graph import NODE_KINDS
-from solver.document.units import format_ms
+from app.views.timeline_nav import OverviewStrip, TimelineViewBox, merge_intervals, navigate
 from solver.execution.explain import recompute_reason
 from solver.execution.simulate import Timeline
 
@@ -56,29 +61,11 @@ __all__ = ["Bar", "GanttView"]
 
 logger = logging.getLogger(__name__)
 
-_OP_HEIGHT = 0.72
-_TRANSFER_HEIGHT = 0.5
-_MAX_LABELS = 250
 _HIT_PIXELS = 3.0
 _LANE_PIXELS = 22
 """Minimum height of one lane on screen."""
 _FLOWS_UP_TO = 2000
 """Flow arrows for every transfer up to this many; beyond, only the selected node's."""
-_HATCH_PIXELS = 6.0
-"""Spacing of the hatching lines drawn for SVG export, in screen pixels."""
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One drawn bar: an operation (``index`` into ``timeline.ops``) or a transfer (into
-    ``timeline.transfers``)."""
-
-    what: str
-    index: int
-    lane: int
-    start: float
-    end: float
-    node: str
 
 
 class GanttView(QWidget):
@@ -100,9 +87,7 @@ class GanttView(QWidget):
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
         self._document = document
-        self._lanes: tuple[str, ...] = ()
-        self._is_link = np.zeros(0, dtype=bool)
-        self._bars: list[tuple[np.ndarray, np.ndarray, list[Bar]]] = []
+        self._table = LaneTable((), None)
         self._reasons: dict[int, str] = {}
         self._showing_provisional = False
         self._full_range: tuple[float, float] | None = None
@@ -133,7 +118,7 @@ class GanttView(QWidget):
     @property
     def lanes(self) -> tuple[str, ...]:
         """Lane names from top to bottom: devices and ``"src → dst"`` links."""
-        return self._lanes
+        return self._table.lanes
 
     @property
     def overview(self) -> OverviewStrip:
@@ -197,12 +182,11 @@ class GanttView(QWidget):
         self._region.setVisible(True)
         with QSignalBlocker(self._region):
             self._region.setRegion(self._range)
-        self._range_label.setText(self._range_totals(*self._range))
+        self._range_label.setText(range_totals(self._table, *self._range))
 
     def busy_in_range(self, lane: str, t0: float, t1: float) -> float:
         """Milliseconds lane ``lane`` is busy within ``[t0, t1]``."""
-        starts, ends, _ = self._bars[self._lanes.index(lane)]
-        return busy_time(starts, ends, t0, t1)
+        return self._table.busy(lane, t0, t1)
 
     def layer(self, name: str) -> pg.BarGraphItem:
         """The bar item of one layer: a node kind (first computations), ``"recompute:<kind>"``,
@@ -211,15 +195,12 @@ class GanttView(QWidget):
 
     def bar_at(self, time: float, lane: float, tolerance: float = 0.0) -> Bar | None:
         """The bar under ``(time, lane)`` in plot coordinates, if any."""
-        row = int(round(lane))
-        if not 0 <= row < len(self._bars) or abs(lane - row) > _OP_HEIGHT / 2:
-            return None
-        starts, ends, bars = self._bars[row]
-        j = int(np.searchsorted(starts, time + tolerance, side="right")) - 1
-        for k in (j, j - 1, j + 1):
-            if 0 <= k < len(bars) and starts[k] - tolerance <= time <= ends[k] + tolerance:
-                return bars[k]
-        return None
+        return self._table.bar_at(time, lane, tolerance)
+
+    @property
+    def label_texts(self) -> list[str]:
+        """The names written on bars at the current zoom."""
+        return self._labels.shown
 
     def tooltip_at(self, time: float, lane: float, tolerance: float = 0.0) -> str:
         """The hover text for ``(time, lane)``, or ``""`` over empty space."""
@@ -231,7 +212,7 @@ class GanttView(QWidget):
         timeline = self.timeline()
         end = timeline_end(timeline)
         self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
-        self._plot.setYRange(-0.6, max(len(self._lanes), 1) - 0.4, padding=0.0)
+        self._plot.setYRange(-0.6, max(len(self._table.lanes), 1) - 0.4, padding=0.0)
         self._full_range = tuple(self._plot.getViewBox().viewRange()[0])
 
     @contextlib.contextmanager
@@ -240,27 +221,8 @@ class GanttView(QWidget):
         if kind != "svg":
             yield
             return
-        vb = self._plot.getViewBox()
-        (x0, x1), _ = vb.viewRange()
-        px, py = vb.viewPixelSize()
-        for name, lines in self._hatch_lines.items():
-            bars = self._layers[f"hatch:{name}"].opts
-            rects = (
-                np.column_stack([bars["x0"], bars["width"], bars["y"], bars["height"]]).reshape(
-                    -1, 4
-                )
-                if len(bars["x0"])
-                else np.zeros((0, 4))
-            )
-            lines.setData(*hatch_segments(rects, (x0, x1), px, py, _HATCH_PIXELS))
-            lines.setVisible(True)
-            self._layers[f"hatch:{name}"].setVisible(False)
-        try:
+        with self._layers.svg_hatching():
             yield
-        finally:
-            for name, lines in self._hatch_lines.items():
-                lines.setVisible(False)
-                self._layers[f"hatch:{name}"].setVisible(True)
 
     # ----- building -----------------------------------------------------------------------
     def _build_items(self) -> None:
@@ -316,25 +278,9 @@ class GanttView(QWidget):
         self._overview = OverviewStrip()
         self._overview.follow(self._plot.getViewBox())
         layout.addWidget(self._overview)
-        self._layers: dict[str, pg.BarGraphItem] = {}
-        names = [*NODE_KINDS, *(f"recompute:{k}" for k in NODE_KINDS)]
-        names += [f"hatch:{k}" for k in NODE_KINDS] + ["transfer", "offload"]
-        names += ["hover", "selection", "cursor"]
-        for name in names:
-            item = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
-            self._layers[name] = item
-            self._plot.addItem(item)
-        # SVG cannot express pattern brushes (Qt writes them as flat fills): for an SVG export
-        # the hatching is drawn as real line segments instead (see export_context)
-        self._hatch_lines = {
-            kind: pg.PlotCurveItem(connect="pairs", antialias=False) for kind in NODE_KINDS
-        }
-        for item in self._hatch_lines.values():
-            item.setVisible(False)
-            self._plot.addItem(item, ignoreBounds=True)
-        self._labels: list[pg.TextItem] = []
-        self._label_font = QFont(self.font())
-        self._label_font.setPointSizeF(max(self._label_font.pointSizeF() - 1, 7))
+        self._layers = GanttLayers(self._plot)
+        self._hatch_lines = self._layers.hatch_lines
+        self._labels = BarLabels(self._plot, self.font())
         self._cursor_line = pg.InfiniteLine(angle=90, movable=False)
         self._plot.addItem(self._cursor_line, ignoreBounds=True)
         self._flow_lines = pg.PlotCurveItem(connect="pairs")
@@ -356,30 +302,7 @@ class GanttView(QWidget):
         """Apply the theme's colours to every layer (also on a palette change)."""
         colors = colors_for(self)
         style_plot(self._widget, colors)
-        for kind in NODE_KINDS:
-            fill = colors.kind(kind)
-            self._layers[kind].setOpts(brush=fill, pen=colors.pen(fill.darker(135), 1))
-            self._layers[f"recompute:{kind}"].setOpts(
-                brush=colors.recompute(kind), pen=colors.pen(fill, 1.4)
-            )
-            self._layers[f"hatch:{kind}"].setOpts(
-                brush=colors.recompute_brush(kind), pen=pg.mkPen(None)
-            )
-            self._hatch_lines[kind].setPen(colors.pen(fill, 1))
-        transfer = QColor(colors.transfer)
-        self._layers["transfer"].setOpts(brush=transfer, pen=colors.pen(transfer.darker(135), 1))
-        # offloading copies (kept on their target): the copy colour, cross-hatched, outlined
-        self._layers["offload"].setOpts(
-            brush=QBrush(transfer.darker(140), Qt.BrushStyle.DiagCrossPattern),
-            pen=colors.pen(transfer.darker(150), 1.6),
-        )
-        self._layers["selection"].setOpts(
-            brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5)
-        )
-        self._layers["cursor"].setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.cursor, 3))
-        self._layers["hover"].setOpts(
-            brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 1.5, dashed=True)
-        )
+        self._layers.restyle(colors)
         self._cursor_line.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
         flow = QColor(colors.transfer).darker(125)
         self._flow_lines.setPen(colors.pen(flow, 1.2))
@@ -394,14 +317,9 @@ class GanttView(QWidget):
 
     def _update_legend(self) -> None:
         """The colour key; offloading copies are listed only when the timeline has some."""
-        colors = colors_for(self)
-        swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
-        items = [(colors.kinds[k], "■", k) for k in ("forward", "loss", "backward")]
-        items += [(colors.kinds["forward"], "▨", "recompute"), (colors.transfer, "■", "transfer")]
         timeline = self.timeline()
-        if timeline is not None and any(tr.offload for tr in timeline.transfers):
-            items.append((QColor(colors.transfer).darker(140).name(), "▩", "offload (kept)"))
-        self._legend.setText(" &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in items))
+        offload = timeline is not None and any(tr.offload for tr in timeline.transfers)
+        self._legend.setText(legend_html(colors_for(self), offload))
         self._legend.setMinimumWidth(self._legend.sizeHint().width() + 12)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
@@ -459,11 +377,11 @@ class GanttView(QWidget):
         if self._range is not None:
             lo, hi = self._region.getRegion()
             self._range = (float(lo), float(hi))
-            self._range_label.setText(self._range_totals(*self._range))
+            self._range_label.setText(range_totals(self._table, *self._range))
 
     def _select_match(self, node: str) -> None:
         self._document.set_selection(node)
-        bars = [b for _, _, row in self._bars for b in row if b.node == node]
+        bars = self._table.bars_of(node)
         if not bars:
             return
         (x0, x1), _ = self._plot.getViewBox().viewRange()
@@ -505,38 +423,21 @@ class GanttView(QWidget):
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
         timeline = self.timeline()
-        self._lanes = self._lane_names()
-        self._is_link = np.array([" → " in name for name in self._lanes], dtype=bool)
-        lane_of = {name: j for j, name in enumerate(self._lanes)}
-        bars: list[list[Bar]] = [[] for _ in self._lanes]
-        if timeline is not None:
-            for j, op in enumerate(timeline.ops):
-                lane = lane_of[op.device]
-                bars[lane].append(Bar("op", j, lane, op.start, op.end, op.node))
-            for j, tr in enumerate(timeline.transfers):
-                lane = lane_of[f"{tr.source} → {tr.target}"]
-                bars[lane].append(Bar("transfer", j, lane, tr.start, tr.end, tr.tensor))
-        self._bars = []
-        for row in bars:
-            row.sort(key=lambda b: b.start)
-            starts = np.array([b.start for b in row], dtype=float)
-            ends = np.array([b.end for b in row], dtype=float)
-            self._bars.append((starts, ends, row))
-        self._fill_layers()
+        self._table = LaneTable(lane_names(self._document.graph, timeline), timeline)
+        self._layers.fill(timeline, self._table)
         self._update_legend()
         self._fill_overview(timeline)
         self._redraw_flows()
         if self._range is not None:
-            self._range_label.setText(self._range_totals(*self._range))
-        ticks = [(j, name) for j, name in enumerate(self._lanes)]
+            self._range_label.setText(range_totals(self._table, *self._range))
+        lanes = self._table.lanes
+        ticks = [(j, name) for j, name in enumerate(lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
         # every lane at least a line of text tall, plus the time axis
-        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(self._lanes), 2) + 74)
+        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(lanes), 2) + 74)
         end = timeline_end(timeline)
         pad = 0.02 * max(end, 1e-9)
-        self._plot.setLimits(
-            xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(self._lanes), 1) - 0.3
-        )
+        self._plot.setLimits(xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(lanes), 1) - 0.3)
         document = self._document
         self._header.setText(
             summary_html(document.result, colors_for(self), document.is_provisional)
@@ -547,156 +448,52 @@ class GanttView(QWidget):
         self._redraw_cursor()
         self._label_timer.start()
 
-    def _fill_layers(self) -> None:
-        timeline = self.timeline()
-        lane_of = {name: j for j, name in enumerate(self._lanes)}
-        ops = timeline.ops if timeline is not None else ()
-        for kind in NODE_KINDS:
-            first = [op for op in ops if op.kind == kind and not op.recompute]
-            again = [op for op in ops if op.kind == kind and op.recompute]
-            self._set_bars(kind, [(op.start, op.end, lane_of[op.device]) for op in first])
-            spans = [(op.start, op.end, lane_of[op.device]) for op in again]
-            self._set_bars(f"recompute:{kind}", spans)
-            self._set_bars(f"hatch:{kind}", spans)
-        transfers = timeline.transfers if timeline is not None else ()
-        for layer, offload in (("transfer", False), ("offload", True)):
-            spans = [
-                (tr.start, tr.end, lane_of[f"{tr.source} → {tr.target}"])
-                for tr in transfers
-                if tr.offload == offload
-            ]
-            self._set_bars(layer, spans)
-
-    def _set_bars(self, layer: str, spans: list[tuple[float, float, int]]) -> None:
-        """Feed one layer ``(start, end, lane)`` spans; link lanes get thinner bars."""
-        data = np.array(spans, dtype=float).reshape(-1, 3)
-        lanes = data[:, 2].astype(int)
-        heights = np.where(self._is_link[lanes], _TRANSFER_HEIGHT, _OP_HEIGHT)
-        self._layers[layer].setOpts(
-            x0=data[:, 0], width=data[:, 1] - data[:, 0], y=data[:, 2], height=heights
-        )
-
     def _fill_overview(self, timeline: Timeline | None) -> None:
         end = timeline_end(timeline)
-        spans = [merge_intervals(starts, ends, end / 2000) for starts, ends, _ in self._bars]
+        spans = [merge_intervals(starts, ends, end / 2000) for starts, ends, _ in self._table.rows]
         x0 = np.concatenate([lo for lo, _ in spans] or [np.zeros(0)])
         width = np.concatenate([hi - lo for lo, hi in spans] or [np.zeros(0)])
         lane = np.concatenate(
             [np.full(len(lo), j, dtype=float) for j, (lo, _) in enumerate(spans)] or [np.zeros(0)]
         )
-        self._overview.set_bars(x0, width, lane, len(self._lanes), end)
+        self._overview.set_bars(x0, width, lane, len(self._table.lanes), end)
 
     def _redraw_flows(self, *_: object) -> None:
         timeline = self.timeline()
-        lane_of = {name: j for j, name in enumerate(self._lanes)}
         show = self._show_flows.isChecked() and timeline is not None
         only = None
         if show and len(timeline.transfers) > _FLOWS_UP_TO:
             only = self._document.selection or "\0"  # too many: the selection's only
-        x, y, tip_x, tip_y = flow_segments(timeline if show else None, lane_of, only)
+        x, y, tip_x, tip_y = flow_segments(timeline if show else None, self._table.lane_of, only)
         self._flow_lines.setData(x, y)
         self._flow_tips.setData(tip_x, tip_y)
 
-    def _range_totals(self, t0: float, t1: float) -> str:
-        span = t1 - t0
-        parts = [f"{format_ms(t0)}\u2013{format_ms(t1)} ({format_ms(span)}):"]
-        for lane in self._lanes:
-            if " \u2192 " in lane and not len(self._bars[self._lanes.index(lane)][0]):
-                continue  # an unused link says nothing
-            busy = self.busy_in_range(lane, t0, t1)
-            parts.append(
-                f"{lane} busy {format_ms(busy)} ({busy / span:.0%}), idle {format_ms(span - busy)}"
-            )
-        return " \u00b7 ".join(parts)
-
     def _redraw_hover(self) -> None:
-        hovered = self._document.hovered
-        spans = [
-            (bar.start, bar.end, bar.lane)
-            for _, _, row in self._bars
-            for bar in row
-            if hovered is not None and bar.node == hovered
-        ]
-        self._set_bars("hover", spans)
+        bars = self._table.bars_of(self._document.hovered)
+        self._layers.set_bars("hover", [(b.start, b.end, b.lane) for b in bars])
 
     def _redraw_selection(self) -> None:
-        selected = self._document.selection
-        spans = [
-            (bar.start, bar.end, bar.lane)
-            for _, _, row in self._bars
-            for bar in row
-            if selected is not None and bar.node == selected
-        ]
-        self._set_bars("selection", spans)
+        bars = self._table.bars_of(self._document.selection)
+        self._layers.set_bars("selection", [(b.start, b.end, b.lane) for b in bars])
 
     def _redraw_cursor(self) -> None:
         op = self._document.cursor_op
         timeline = self.timeline()
         spans = []
         if op is not None and timeline is not None:
-            lane_of = {name: j for j, name in enumerate(self._lanes)}
+            lane_of = self._table.lane_of
             spans.append((op.start, op.end, lane_of[op.device]))
             for tr in timeline.transfers:
                 if tr.stage == op.stage and tr.consumer == op.node and tr.target == op.device:
-                    spans.append((tr.start, tr.end, lane_of[f"{tr.source} → {tr.target}"]))
-        self._set_bars("cursor", spans)
+                    spans.append((tr.start, tr.end, lane_of[link_lane(tr.source, tr.target)]))
+        self._layers.set_bars("cursor", spans)
         self._cursor_line.setVisible(op is not None)
         if op is not None:
             self._cursor_line.setPos(op.start)
 
-    def _lane_names(self) -> tuple[str, ...]:
-        graph = self._document.graph
-        timeline = self.timeline()
-        devices = [d.name for d in graph.devices] if graph is not None else []
-        if timeline is not None:
-            devices += [d for d in timeline.devices if d not in devices]
-        pairs = [(lk.source, lk.target) for lk in graph.links] if graph is not None else []
-        if timeline is not None:
-            pairs += [(t.source, t.target) for t in timeline.transfers]
-        lanes: list[str] = []
-        for device in devices:
-            lanes.append(device)
-            for source, target in dict.fromkeys(pairs):
-                if source == device:
-                    lanes.append(f"{source} → {target}")
-        return tuple(lanes)
-
     # ----- labels and tooltips ----------------------------------------------------------------
     def _place_labels(self) -> None:
-        """Name the bars wide enough to hold their name (a pool of text items, reused)."""
-        vb = self._plot.getViewBox()
-        (x0, x1), _ = vb.viewRange()
-        pixel = vb.viewPixelSize()[0] or 1.0
-        metrics = QFontMetrics(self._label_font)
-        wanted: list[tuple[Bar, str]] = []
-        for starts, ends, row in self._bars:
-            visible = np.nonzero((ends >= x0) & (starts <= x1))[0]
-            for j in visible:
-                bar = row[j]
-                width = (min(bar.end, x1) - max(bar.start, x0)) / pixel
-                if width > metrics.horizontalAdvance(bar.node) + 6:
-                    wanted.append((bar, bar.node))
-                if len(wanted) >= _MAX_LABELS:
-                    break
-        colors = colors_for(self)
-        while len(self._labels) < len(wanted):
-            label = pg.TextItem(anchor=(0.5, 0.5))
-            label.setFont(self._label_font)
-            self._plot.addItem(label, ignoreBounds=True)
-            self._labels.append(label)
-        for label, (bar, text) in zip(self._labels, wanted, strict=False):
-            middle = (max(bar.start, x0) + min(bar.end, x1)) / 2
-            label.setText(text, color=self._label_color(bar, colors))
-            label.setPos(middle, bar.lane)
-            label.setVisible(True)
-        for label in self._labels[len(wanted) :]:
-            label.setVisible(False)
-
-    def _label_color(self, bar: Bar, colors) -> str:
-        timeline = self.timeline()
-        if bar.what == "op" and timeline is not None and timeline.ops[bar.index].recompute:
-            return colors.foreground
-        return colors.text_on_bar
+        self._labels.place(self._table, self.timeline(), colors_for(self))
 
     def _tooltip(self, bar: Bar) -> str:
         timeline = self.timeline()

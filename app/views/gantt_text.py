@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import html
 
+from PySide6.QtGui import QColor
+
 from app.theme import Colors
+from app.views.gantt_lanes import LaneTable
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import OpEvent, TransferEvent
 from solver.optimize.solve import SolveResult
 
-__all__ = ["summary_html", "op_tooltip", "transfer_tooltip"]
+__all__ = ["summary_html", "op_tooltip", "transfer_tooltip", "legend_html", "range_totals"]
 
 
 def summary_html(result: SolveResult | None, colors: Colors, provisional: bool = False) -> str:
@@ -74,3 +77,28 @@ def transfer_tooltip(tr: TransferEvent) -> str:
         f"{format_ms(tr.start)} · duration {format_ms(tr.end - tr.start)} · "
         f"{format_size(tr.bytes)}"
     )
+
+
+def legend_html(colors: Colors, offload: bool = False) -> str:
+    """The colour key; offloading copies are listed only when the timeline has some."""
+    swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
+    items = [(colors.kinds[k], "\u25a0", k) for k in ("forward", "loss", "backward")]
+    items += [(colors.kinds["forward"], "\u25a8", "recompute")]
+    items += [(colors.transfer, "\u25a0", "transfer")]
+    if offload:
+        items.append((QColor(colors.transfer).darker(140).name(), "\u25a9", "offload (kept)"))
+    return " &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in items)
+
+
+def range_totals(table: LaneTable, t0: float, t1: float) -> str:
+    """Busy and idle time per lane within ``[t0, t1]`` (plain text); unused links say nothing."""
+    span = t1 - t0
+    parts = [f"{format_ms(t0)}\u2013{format_ms(t1)} ({format_ms(span)}):"]
+    for lane in table.lanes:
+        if " \u2192 " in lane and not table.is_used(lane):
+            continue
+        busy = table.busy(lane, t0, t1)
+        parts.append(
+            f"{lane} busy {format_ms(busy)} ({busy / span:.0%}), idle {format_ms(span - busy)}"
+        )
+    return " \u00b7 ".join(parts)

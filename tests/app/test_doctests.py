@@ -12,6 +12,7 @@ MODULES = [
     "app.widgets",
     "app.views.binding",
     "app.views.gantt_geometry",
+    "app.views.gantt_lanes",
     "app.views.graph_blocks",
     "app.views.tensors",
     "app.views.timeline_nav",

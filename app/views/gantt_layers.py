@@ -1,0 +1,146 @@
+"""The Gantt chart's bar items: one ``pg.BarGraphItem`` per layer, fed arrays, and their look.
+
+Layers, bottom to top: first computations by node kind, recomputations by kind (a lighter fill,
+outlined) with their hatching on top, copies, offloading copies (kept on their target), then
+the hover, selection and step-cursor outlines. Each layer is one item; a redraw only feeds it
+``x0``/``width``/``y``/``height`` arrays. SVG cannot express pattern brushes (Qt writes them as
+flat fills), so :meth:`GanttLayers.svg_hatching` swaps the hatching for real line segments
+while an SVG is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+
+from app.theme import Colors
+from app.views.gantt_geometry import hatch_segments
+from app.views.gantt_lanes import OP_HEIGHT, TRANSFER_HEIGHT, LaneTable, link_lane
+from solver.document.graph import NODE_KINDS
+from solver.execution.simulate import Timeline
+
+__all__ = ["GanttLayers", "LAYER_NAMES"]
+
+LAYER_NAMES = (
+    *NODE_KINDS,
+    *(f"recompute:{k}" for k in NODE_KINDS),
+    *(f"hatch:{k}" for k in NODE_KINDS),
+    "transfer",
+    "offload",
+    "hover",
+    "selection",
+    "cursor",
+)
+"""Every layer, in drawing order."""
+_HATCH_PIXELS = 6.0
+"""Spacing of the hatching lines drawn for SVG export, in screen pixels."""
+
+Span = tuple[float, float, int]
+"""A bar as ``(start, end, lane)``."""
+
+
+class GanttLayers:
+    """The layers' items in ``plot`` (see module docstring)."""
+
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self._plot = plot
+        self._is_link = np.zeros(0, dtype=bool)
+        self.items: dict[str, pg.BarGraphItem] = {}
+        for name in LAYER_NAMES:
+            item = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
+            self.items[name] = item
+            plot.addItem(item)
+        self.hatch_lines = {
+            kind: pg.PlotCurveItem(connect="pairs", antialias=False) for kind in NODE_KINDS
+        }
+        for item in self.hatch_lines.values():
+            item.setVisible(False)
+            plot.addItem(item, ignoreBounds=True)
+
+    def __getitem__(self, name: str) -> pg.BarGraphItem:
+        return self.items[name]
+
+    def restyle(self, colors: Colors) -> None:
+        """Apply the theme's colours to every layer (also on a palette change)."""
+        for kind in NODE_KINDS:
+            fill = colors.kind(kind)
+            self.items[kind].setOpts(brush=fill, pen=colors.pen(fill.darker(135), 1))
+            self.items[f"recompute:{kind}"].setOpts(
+                brush=colors.recompute(kind), pen=colors.pen(fill, 1.4)
+            )
+            self.items[f"hatch:{kind}"].setOpts(
+                brush=colors.recompute_brush(kind), pen=pg.mkPen(None)
+            )
+            self.hatch_lines[kind].setPen(colors.pen(fill, 1))
+        transfer = QColor(colors.transfer)
+        self.items["transfer"].setOpts(brush=transfer, pen=colors.pen(transfer.darker(135), 1))
+        # offloading copies (kept on their target): the copy colour, cross-hatched, outlined
+        self.items["offload"].setOpts(
+            brush=QBrush(transfer.darker(140), Qt.BrushStyle.DiagCrossPattern),
+            pen=colors.pen(transfer.darker(150), 1.6),
+        )
+        self.items["selection"].setOpts(
+            brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5)
+        )
+        self.items["cursor"].setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.cursor, 3))
+        self.items["hover"].setOpts(
+            brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 1.5, dashed=True)
+        )
+
+    def fill(self, timeline: Timeline | None, table: LaneTable) -> None:
+        """Feed every schedule layer from ``timeline`` laid out on ``table``'s lanes."""
+        self._is_link = table.is_link
+        lane_of = table.lane_of
+        ops = timeline.ops if timeline is not None else ()
+        for kind in NODE_KINDS:
+            first = [op for op in ops if op.kind == kind and not op.recompute]
+            again = [op for op in ops if op.kind == kind and op.recompute]
+            self.set_bars(kind, [(op.start, op.end, lane_of[op.device]) for op in first])
+            spans = [(op.start, op.end, lane_of[op.device]) for op in again]
+            self.set_bars(f"recompute:{kind}", spans)
+            self.set_bars(f"hatch:{kind}", spans)
+        transfers = timeline.transfers if timeline is not None else ()
+        for layer, offload in (("transfer", False), ("offload", True)):
+            spans = [
+                (tr.start, tr.end, lane_of[link_lane(tr.source, tr.target)])
+                for tr in transfers
+                if tr.offload == offload
+            ]
+            self.set_bars(layer, spans)
+
+    def set_bars(self, layer: str, spans: Iterable[Span]) -> None:
+        """Feed one layer ``(start, end, lane)`` spans; link lanes get thinner bars."""
+        data = np.array(list(spans), dtype=float).reshape(-1, 3)
+        lanes = data[:, 2].astype(int)
+        heights = np.where(self._is_link[lanes], TRANSFER_HEIGHT, OP_HEIGHT)
+        self.items[layer].setOpts(
+            x0=data[:, 0], width=data[:, 1] - data[:, 0], y=data[:, 2], height=heights
+        )
+
+    @contextlib.contextmanager
+    def svg_hatching(self) -> Iterator[None]:
+        """While inside, the recomputations' hatching is line segments (for an SVG export)."""
+        vb = self._plot.getViewBox()
+        (x0, x1), _ = vb.viewRange()
+        px, py = vb.viewPixelSize()
+        for name, lines in self.hatch_lines.items():
+            bars = self.items[f"hatch:{name}"].opts
+            rects = (
+                np.column_stack([bars["x0"], bars["width"], bars["y"], bars["height"]])
+                if len(bars["x0"])
+                else np.zeros((0, 4))
+            )
+            lines.setData(*hatch_segments(rects.reshape(-1, 4), (x0, x1), px, py, _HATCH_PIXELS))
+            lines.setVisible(True)
+            self.items[f"hatch:{name}"].setVisible(False)
+        try:
+            yield
+        finally:
+            for name, lines in self.hatch_lines.items():
+                lines.setVisible(False)
+                self.items[f"hatch:{name}"].setVisible(True)
