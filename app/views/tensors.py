@@ -1,5 +1,8 @@
 """Memory per tensor, like PyTorch's memory_viz: one stacked band per resident tensor, per device.
 
+This module is the widget; the bands and their words are :mod:`app.views.tensor_bands` (no Qt),
+their colours :mod:`app.views.tensor_style`.
+
 At each step of a device's :class:`~solver.execution.simulate.MemoryCurve` the resident tensors are
 stacked in graph order, so the outline of the stack is exactly the memory curve and each band's
 height is one tensor's bytes. Bands are coloured by layer (a backward node shares its forward node's
@@ -17,137 +20,33 @@ writes ``document.set_selection`` only. All bands of a device are one ``pg.BarGr
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QBrush, QColor, QCursor
+from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
-from solver.document.graph import Graph
+from app.views.tensor_bands import (
+    EMPTY,
+    ORIGINS,
+    Bands,
+    resident_reason,
+    resident_text,
+    tensor_bands,
+    timeline_matches,
+)
+from app.views.tensor_style import BandBrushes
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import Timeline
 from solver.optimize.solve import SolveResult
 
-__all__ = ["Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
+__all__ = ["ORIGINS", "Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
 
-ORIGINS = ("computed", "recomputed", "copied", "offloaded here (kept)")
 _PLOT_PIXELS = 150
-
-
-@dataclass(frozen=True)
-class Bands:
-    """One device's bands: rectangles ``[x0, x0 + width] x [y0, y0 + height]`` (ms, bytes), the
-    tensor (node index) and origin (index into :data:`ORIGINS`) of each."""
-
-    x0: np.ndarray
-    width: np.ndarray
-    y0: np.ndarray
-    height: np.ndarray
-    node: np.ndarray
-    origin: np.ndarray
-
-    def at(self, time: float, level: float) -> int | None:
-        """The band under ``(time, level)``, if any (its index)."""
-        hit = np.nonzero(
-            (self.x0 <= time)
-            & (time < self.x0 + self.width)
-            & (self.y0 <= level)
-            & (level < self.y0 + self.height)
-        )[0]
-        return int(hit[0]) if len(hit) else None
-
-
-def tensor_bands(graph: Graph, timeline: Timeline, device: str) -> Bands:
-    """Stack the resident tensors of ``device`` at each step of its memory curve.
-
-    Examples
-    --------
-    >>> from solver.document.generators import unit_chain
-    >>> from solver.optimize.baselines import checkpoint_all
-    >>> from solver.execution.simulate import simulate
-    >>> g = unit_chain(1)
-    >>> s = checkpoint_all(g, "cpu")
-    >>> b = tensor_bands(g, simulate(g, s), "cpu")
-    >>> [g.nodes[i].id for i in b.node], b.y0.tolist()
-    (['n0', 'n0', 'n1', 'n0', 'n1', 'n2'], [0.0, 0.0, 1.0, 0.0, 1.0, 2.0])
-    """
-    curve = timeline.memory.get(device)
-    empty = np.zeros(0)
-    if curve is None or len(curve.times) == 0:
-        return Bands(empty, empty, empty, empty, empty.astype(int), empty.astype(int))
-    ends = np.append(curve.times[1:], max(timeline.total_ms, float(curve.times[-1])))
-    origins = _origin_events(timeline, device)
-    x0, width, y0, height, node, origin = [], [], [], [], [], []
-    previous: set[str] = set()
-    started: dict[str, int] = {}
-    for j, names in enumerate(curve.resident):
-        level = 0.0
-        for name in sorted(names, key=lambda n: graph.index.get(n, -1)):
-            k = graph.index.get(name)
-            if k is None:
-                continue
-            if name not in previous:
-                started[name] = _origin(origins.get(name, ()), float(curve.times[j]))
-            size = float(graph.memory[k])
-            x0.append(float(curve.times[j]))
-            width.append(float(ends[j] - curve.times[j]))
-            y0.append(level)
-            height.append(size)
-            node.append(k)
-            origin.append(started[name])
-            level += size
-        previous = set(names)
-    return Bands(
-        np.array(x0), np.array(width), np.array(y0), np.array(height),
-        np.array(node, dtype=int), np.array(origin, dtype=int),
-    )  # fmt: skip
-
-
-def resident_reason(graph: Graph, timeline: Timeline, device: str, tensor: str, time: float):
-    """Why ``tensor`` is resident on ``device`` at ``time``: the next operation there that reads
-    it, a copy that takes it elsewhere, or that it is only kept."""
-    k = graph.index[tensor]
-    users = {graph.nodes[u].id for u in graph.users[k]}
-    for op in timeline.ops:
-        if op.end > time and op.device == device and op.node in users:
-            if op.start <= time:
-                return f"read by {op.node}, running now"
-            return f"needed by {op.node} at {format_ms(op.start)}"
-    for tr in timeline.transfers:
-        if tr.start >= time and tr.source == device and tr.tensor == tensor:
-            if tr.offload:
-                return f"offloaded to {tr.target} (kept there) at {format_ms(tr.start)}"
-            return f"copied to {tr.target} for {tr.consumer} at {format_ms(tr.start)}"
-    return "kept (a checkpoint), not read here again"
-
-
-def _origin_events(timeline: Timeline, device: str) -> dict[str, list[tuple[float, int]]]:
-    events: dict[str, list[tuple[float, int]]] = {}
-    for op in timeline.ops:
-        if op.device == device:
-            events.setdefault(op.node, []).append((op.start, 1 if op.recompute else 0))
-    for tr in timeline.transfers:
-        if tr.target == device:
-            events.setdefault(tr.tensor, []).append((tr.start, 3 if tr.offload else 2))
-    for value in events.values():
-        value.sort()
-    return events
-
-
-def _origin(events, time: float) -> int:
-    """The origin of a residency starting at ``time``: the latest event at or before it."""
-    found = 0
-    for when, what in events:
-        if when <= time + 1e-9:
-            found = what
-        else:
-            break
-    return found
 
 
 class TensorMemoryView(QWidget):
@@ -352,12 +251,12 @@ class TensorMemoryView(QWidget):
         self._ensure_plots()
         graph, timeline = self._document.graph, self._timeline()
         colors = colors_for(self)
-        brushes = _Brushes(graph, colors) if graph is not None else None
+        brushes = BandBrushes(graph, colors) if graph is not None else None
         if graph is None:
             return  # no devices, no plots
         for device, (plot, bars, _) in self._plots.items():
-            if timeline is None or not _matches(graph, timeline):
-                bands = tensor_bands(graph, _EMPTY, device)
+            if timeline is None or not timeline_matches(graph, timeline):
+                bands = tensor_bands(graph, EMPTY, device)
             else:
                 bands = tensor_bands(graph, timeline, device)
             self._bands[device] = bands
@@ -436,74 +335,8 @@ class TensorMemoryView(QWidget):
         if op is None or timeline is None or graph is None:
             self._cursor_label.setText("")
             return
-        parts = [f"step {self._document.cursor}: {op.node} on {op.device} \u2014"]
         other = self._other.timeline if self._other is not None else None
-        order = graph.index.get
-        for device, curve in timeline.memory.items():
-            used, names = curve.at(op.start)
-            listed = ", ".join(sorted(names, key=lambda n: order(n, -1))) or "nothing"
-            text = f"{device} holds {listed} ({format_size(used)})"
-            if other is not None and device in other.memory:
-                # the same operation in the other schedule: its first run of this node
-                when = next((o.start for o in other.ops if o.node == op.node), op.start)
-                there_used, there = other.memory[device].at(when)
-                only_here = sorted(set(names) - set(there), key=lambda n: order(n, -1))
-                only_there = sorted(set(there) - set(names), key=lambda n: order(n, -1))
-                here_text = ", ".join(only_here) or "none"
-                there_text = ", ".join(only_there) or "none"
-                text += (
-                    f" vs {format_size(there_used)} there; only here: {here_text}; "
-                    f"only there: {there_text}"
-                )
-            parts.append(text)
-        self._cursor_label.setText(" ".join(parts[:1]) + " " + "; ".join(parts[1:]))
-
-
-class _Brushes:
-    """Brushes by (layer, origin) and pens by origin, made once per redraw and shared."""
-
-    def __init__(self, graph: Graph, colors) -> None:
-        layers = [
-            n.of if n.kind == "backward" and n.of in graph.index else n.id for n in graph.nodes
-        ]
-        order = {name: j for j, name in enumerate(dict.fromkeys(layers))}
-        self._layer = [order[name] for name in layers]
-        self._count = max(len(order), 1)
-        self._cache: dict[tuple[int, int], QBrush] = {}
-        self._pens = [
-            pg.mkPen(QColor(colors.background), width=0.5),
-            pg.mkPen(QColor(colors.background), width=0.5),
-            colors.pen(colors.transfer, 1.6),
-            colors.pen(QColor(colors.transfer).darker(150), 1.6, dashed=True),
-        ]
-
-    def brush(self, node: int, origin: int) -> QBrush:
-        key = (self._layer[node], origin)
-        if key not in self._cache:
-            hue = (key[0] * 0.61803398875) % 1.0  # golden-ratio steps: neighbours differ
-            color = QColor.fromHsvF(hue, 0.55 if origin != 1 else 0.25, 0.85)
-            style = {1: Qt.BrushStyle.Dense4Pattern, 3: Qt.BrushStyle.DiagCrossPattern}.get(
-                origin, Qt.BrushStyle.SolidPattern
-            )
-            self._cache[key] = QBrush(color, style)
-        return self._cache[key]
-
-    def pen(self, origin: int):
-        return self._pens[origin]
-
-
-def _matches(graph: Graph, timeline: Timeline) -> bool:
-    return all(op.node in graph.index for op in timeline.ops[:1000])
-
-
-class _EmptyTimeline:
-    memory: dict = {}
-    total_ms = 0.0
-    ops = ()
-    transfers = ()
-
-
-_EMPTY = _EmptyTimeline()
+        self._cursor_label.setText(resident_text(graph, timeline, op, self._document.cursor, other))
 
 
 if __name__ == "__main__":

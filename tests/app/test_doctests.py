@@ -13,8 +13,8 @@ MODULES = [
     "app.views.binding",
     "app.views.gantt_geometry",
     "app.views.gantt_lanes",
+    "app.views.tensor_bands",
     "app.views.graph_blocks",
-    "app.views.tensors",
     "app.views.timeline_nav",
 ]
 

@@ -1,0 +1,50 @@
+"""Colours of the memory-per-tensor bands: by layer, lighter and hatched when recomputed.
+
+A backward node shares its forward node's hue, so one layer reads as one colour from the
+forward pass to its gradient; neighbouring layers step around the hue circle by the golden
+ratio so that they differ. Brushes are made once per (layer, origin) and shared by every band.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+
+from app.theme import Colors
+from solver.document.graph import Graph
+
+__all__ = ["BandBrushes"]
+
+
+class BandBrushes:
+    """Brushes by (layer, origin) and pens by origin, made once per redraw and shared."""
+
+    def __init__(self, graph: Graph, colors: Colors) -> None:
+        layers = [
+            n.of if n.kind == "backward" and n.of in graph.index else n.id for n in graph.nodes
+        ]
+        order = {name: j for j, name in enumerate(dict.fromkeys(layers))}
+        self._layer = [order[name] for name in layers]
+        self._count = max(len(order), 1)
+        self._cache: dict[tuple[int, int], QBrush] = {}
+        self._pens = [
+            pg.mkPen(QColor(colors.background), width=0.5),
+            pg.mkPen(QColor(colors.background), width=0.5),
+            colors.pen(colors.transfer, 1.6),
+            colors.pen(QColor(colors.transfer).darker(150), 1.6, dashed=True),
+        ]
+
+    def brush(self, node: int, origin: int) -> QBrush:
+        key = (self._layer[node], origin)
+        if key not in self._cache:
+            hue = (key[0] * 0.61803398875) % 1.0  # golden-ratio steps: neighbours differ
+            color = QColor.fromHsvF(hue, 0.55 if origin != 1 else 0.25, 0.85)
+            style = {1: Qt.BrushStyle.Dense4Pattern, 3: Qt.BrushStyle.DiagCrossPattern}.get(
+                origin, Qt.BrushStyle.SolidPattern
+            )
+            self._cache[key] = QBrush(color, style)
+        return self._cache[key]
+
+    def pen(self, origin: int):
+        return self._pens[origin]
