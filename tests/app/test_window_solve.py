@@ -104,6 +104,8 @@ def test_window_cancel_keeps_incumbent_and_never_stalls(qtbot, make_window, loop
     try:
         window.window_actions.solve.trigger()
         qtbot.waitUntil(lambda: any(p.incumbent is not None for p in seen), timeout=60_000)
+        # Enough of the solve to judge stalls by (an incumbent can come within 0.1 s).
+        qtbot.waitUntil(lambda: probe.ticks > 60, timeout=30_000)
         with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
             window.window_actions.cancel.trigger()
     finally:
