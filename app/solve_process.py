@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -40,7 +39,6 @@ __all__ = [
     "ProvisionalSchedule",
     "SolveProcessError",
     "run_in_process",
-    "solve_in_process",
     "solve_reporting_incumbents",
 ]
 
@@ -116,23 +114,6 @@ def _get_context() -> multiprocessing.context.BaseContext:
                 ["__main__", "solver.optimize.methods", "solver.sweeps.sweep", __name__]
             )
     return _context
-
-
-def solve_in_process(
-    graph: Graph,
-    method: str,
-    options: SolveOptions,
-    on_progress: Callable[[Progress], None] | None = None,
-    cancel: threading.Event | None = None,
-) -> SolveResult:
-    """``solver.optimize.methods.solve`` in a child process (see :func:`run_in_process`).
-
-    ``on_progress`` gets every :class:`Progress` report and, for each new incumbent, a
-    :class:`ProvisionalSchedule`; setting ``cancel`` stops the solve, and the result (status
-    CANCELLED, incumbent kept) still comes back.
-    """
-    job = partial(solve_reporting_incumbents, graph, method, options)
-    return run_in_process(job, on_progress, cancel)
 
 
 def run_in_process(

@@ -16,8 +16,6 @@ __all__ = [
     "GraphFormatError",
     "ScheduleFormatError",
     "ScheduleViolation",
-    "InfeasibleBudgetError",
-    "SolverError",
     "FileWriteError",
 ]
 
@@ -115,18 +113,6 @@ class ScheduleViolation(XEngineError):
         self.device = device
         self.numbers = dict(numbers or {})
         super().__init__(printable(message))
-
-
-class InfeasibleBudgetError(XEngineError):
-    """No schedule fits the budgets; ``explanation`` says why, with the numbers."""
-
-    def __init__(self, explanation: str):
-        self.explanation = explanation
-        super().__init__(explanation)
-
-
-class SolverError(XEngineError):
-    """The optimisation backend failed in a way the user cannot fix by changing the input."""
 
 
 class FileWriteError(XEngineError, OSError):

@@ -197,11 +197,6 @@ class GanttView(QWidget):
         """The bar under ``(time, lane)`` in plot coordinates, if any."""
         return self._table.bar_at(time, lane, tolerance)
 
-    @property
-    def label_texts(self) -> list[str]:
-        """The names written on bars at the current zoom."""
-        return self._labels.shown
-
     def tooltip_at(self, time: float, lane: float, tolerance: float = 0.0) -> str:
         """The hover text for ``(time, lane)``, or ``""`` over empty space."""
         bar = self.bar_at(time, lane, tolerance)

@@ -66,7 +66,6 @@ STALE_TEMP_SECONDS = 10 * 60
 GRAPH_FORMAT = "remat-graph"
 SCHEDULE_FORMAT = "remat-schedule"
 _NODE_FIELDS = {"id", "op", "kind", "of", "memory", "cost", "inputs", "flops", "bytes_accessed"}
-_DEVICE_FIELDS = {"name", "kind", "memory", "fixed_memory", "peak_flops", "mem_bandwidth"}
 _GRAPH_FIELDS = {"format", "version", "name", "devices", "links", "nodes", "edges", "meta"}
 
 
