@@ -184,12 +184,15 @@ def run_sweep_command(
 
 
 def _print_cancelled(points: Sequence[SweepPoint], total: int, stored: bool) -> None:
-    finished = sum(p.result.status is not SolveStatus.CANCELLED for p in points)
+    stopped = sum(p.result.status is SolveStatus.CANCELLED for p in points)
+    failed = sum(p.result.status is SolveStatus.ERROR for p in points)
+    finished = len(points) - stopped - failed
     print(
         f"cancelled: {finished} of {total} solves finished"
         + (" (they are in the result store)" if stored and finished else "")
-        + f"; {len(points) - finished} stopped early (best schedule so far shown, not stored); "
-        f"{total - len(points)} not started",
+        + f"; {stopped} stopped early (best schedule so far shown, not stored); "
+        + (f"{failed} failed (see their rows); " if failed else "")
+        + f"{total - len(points)} not started",
         file=sys.stderr,
     )
 

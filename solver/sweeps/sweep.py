@@ -12,12 +12,14 @@ that finished is returned, and was stored by the process that solved it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -242,29 +244,108 @@ def sweep_budgets(
 
 
 # ----- the local pool ---------------------------------------------------------------------------
-_worker_cancel = None
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""Signals that stop a sweep. A terminal hang-up, ``kill -TERM -PGID`` or a service manager
+sends them to the whole process group, workers included."""
+
+
+class _WorkerStop:
+    """What a worker's solve watches: the sweep-wide cancel Event, or a signal to this worker.
+
+    A worker that dies of SIGTERM or SIGHUP (their default action) loses the solve it is
+    running and leaves its CBC behind until CBC's own time limit; so a worker catches them
+    (and SIGINT) and stops its solve the way a cancel does, keeping the incumbent. A second
+    signal during the same task means it: the worker then dies as it would have.
+    """
+
+    def __init__(self, shared=None) -> None:
+        self.shared = shared
+        self.signalled = False
+
+    def is_set(self) -> bool:
+        return self.signalled or (self.shared is not None and self.shared.is_set())
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        if self.signalled:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        self.signalled = True
+
+
+_worker_stop = _WorkerStop()
 _worker_store: str | None = None
 
 
 def _init_worker(cancel, store_path: str | None) -> None:
-    """Pool worker start: Ctrl-C is the parent's to handle (it sets ``cancel`` for everyone)."""
-    global _worker_cancel, _worker_store
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker_cancel, _worker_store = cancel, store_path
+    """Pool worker start: stop signals stop this worker's solve (see :class:`_WorkerStop`).
+
+    The parent started the pool with those signals blocked, so none is lost or acted on by
+    the default handler before these handlers are in place; they are unblocked here.
+    """
+    global _worker_stop, _worker_store
+    _worker_stop, _worker_store = _WorkerStop(cancel), store_path
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, _worker_stop.on_signal)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
 
 
 def _pool_task(task: SweepTask) -> SweepPoint | None:
-    if _worker_cancel is not None and _worker_cancel.is_set():
+    _worker_stop.signalled = False  # a signal between two tasks: the parent cancels if it was
+    if _worker_stop.shared is not None and _worker_stop.shared.is_set():
         return None  # queued before the cancel: never started, nothing to report
-    return run_task(task, _worker_store, cancel=_worker_cancel)
+    return run_task(task, _worker_store, cancel=_worker_stop)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
+    """``fork`` where it is safe and fast (Linux, a caller with no other Python thread: the
+    workers start in milliseconds with every module already imported), else ``forkserver``
+    with the solver preloaded (its first start costs the imports, about 0.4 s), else
+    ``spawn``."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["solver.optimize.methods", "solver.sweeps.sweep"])
         return context
     return multiprocessing.get_context("spawn")
+
+
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Block the stop signals while the pool's processes start: the workers (and a forkserver
+    or resource tracker started now) inherit the mask, so a group signal can neither kill
+    them before they handle it nor be lost; the parent gets a pending one when unblocked."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _hardest_first(tasks: list[SweepTask]) -> list[SweepTask]:
+    """Longest-expected first, so that a long solve does not start last while the other
+    workers idle (the sweep's wall time is at least its longest solve plus what precedes it).
+
+    The expectation is a guess, in this order: a method that solves a model before a
+    heuristic; a bigger model first (nodes squared times devices, the size of XEngine's
+    model); a budget below the no-remat peak (something must be recomputed or moved) before
+    one at or above it; then task order.
+    """
+
+    def work(task: SweepTask) -> tuple:
+        model = task.method.split(":", 1)[0] in ("xengine", "checkmate", "overlap")
+        size = task.graph.n**2 * len(task.graph.devices)
+        return (not model, -size, task.fraction >= 1.0, task.index)
+
+    return sorted(tasks, key=work)
 
 
 def _run_in_pool(
@@ -275,11 +356,13 @@ def _run_in_pool(
     cancel: threading.Event | None,
 ) -> None:
     context = _pool_context()
-    stop = context.Event()
-    with ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_init_worker, initargs=(stop, store_path)
-    ) as pool:
-        running = {pool.submit(_pool_task, task): task for task in tasks}
+    with _signals_blocked():
+        stop = context.Event()
+        pool = ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_init_worker, initargs=(stop, store_path)
+        )
+        running = {pool.submit(_pool_task, task): task for task in _hardest_first(tasks)}
+    with pool:
         while running:
             if cancel is not None and cancel.is_set() and not stop.is_set():
                 stop.set()  # running solves stop and keep their incumbents

@@ -143,35 +143,66 @@ def test_progress_line_redraws_in_place_on_a_terminal(tasks):
 
 def _sweep_process(tmp_path: Path, jobs: int) -> subprocess.Popen:
     # diamond is quick; VGG16 at 60 % runs into its time limit: the sweep is surely running
-    # when the signal comes
+    # when the signal comes. Its own session, so that a signal can go to its whole group (as a
+    # terminal's hang-up does); its own TMPDIR, to find any CBC it leaves behind.
     command = [sys.executable, "main.py", "sweep", "diamond", "vgg16", "--device", "gpu"]
     command += ["--from", "100%", "--to", "60%", "--steps", "2", "--method", "xengine"]
     command += ["--time-limit", "120", "--jobs", str(jobs), "-o", str(tmp_path / "out.csv")]
+    (tmp_path / "tmp").mkdir()
     env = dict(os.environ, XENGINE_STORE=str(tmp_path / "results.sqlite3"))
+    env["TMPDIR"] = str(tmp_path / "tmp")
     return subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 
-@pytest.mark.parametrize(("sig", "jobs"), [(signal.SIGINT, 2), (signal.SIGTERM, 2)])
-def test_killed_sweep_keeps_every_finished_result(tmp_path, sig, jobs):
-    process = _sweep_process(tmp_path, jobs)
+def _left_running(marker: str) -> list[str]:
+    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in listing.splitlines() if marker in line]
+
+
+@pytest.mark.parametrize(
+    ("sig", "to_group"),
+    [(signal.SIGINT, False), (signal.SIGTERM, True), (signal.SIGHUP, True), (signal.SIGHUP, False)],
+)
+def test_killed_sweep_keeps_every_finished_result(tmp_path, sig, to_group):
+    """Ctrl-C, SIGTERM or SIGHUP, to the sweep or to its whole process group (workers too, as
+    a closed terminal or ``kill -TERM -PGID`` do): every finished solve is kept, the running
+    ones stop with their best schedule, and nothing is left running."""
+    process = _sweep_process(tmp_path, 2)
     try:
         header = process.stdout.readline()
         assert header.startswith("network")
         first = process.stdout.readline()
-        assert first.startswith("diamond")
-        process.send_signal(sig)
+        assert first.startswith(("diamond", "vgg16"))
+        if to_group:
+            os.killpg(process.pid, sig)
+        else:
+            process.send_signal(sig)
         rest, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    left = _left_running(str(tmp_path))
+    for line in left:
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert left == []  # no worker, no CBC
     rows = [first, *rest.splitlines()]
     finished = [r for r in rows if " optimal " in r or " feasible " in r]
     assert process.returncode == 1
+    assert "Traceback" not in err and not [r for r in rows if " error " in r]
     assert f"cancelled: {len(finished)} of 4 solves finished (they are in the result store)" in err
+    # VGG16 at 60 % was running: stopped, with the schedule it had (the warm start at least)
+    (running,) = [r for r in rows if r.startswith("vgg16") and " 60% " in r]
+    assert " cancelled " in running and running.split()[-2] == "ms"
     stored = ResultStore(tmp_path / "results.sqlite3").rows()
-    assert len(stored) >= len(finished) >= 1
+    assert len(stored) == len(finished) >= 1
     csv_rows = (tmp_path / "out.csv").read_text().splitlines()[1:]
     assert len(csv_rows) == len([r for r in rows if r.startswith(("diamond", "vgg16"))])

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from solver.document.examples import bundled_graphs
 from solver.document.formats import load_graph
 from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
-from solver.sweeps.sweep import run_sweep, sweep_tasks
+from solver.status import SolveStatus
+from solver.sweeps.sweep import budget_steps, run_sweep, sweep_tasks
 
 distributed = pytest.importorskip("distributed")
 
@@ -44,6 +48,40 @@ def test_cluster_sweep_gives_the_local_answers_and_stores_them(scheduler, tasks,
     assert len(arrivals) == len(tasks) == len(store.rows())
     again = run_sweep(tasks, store=store, scheduler=scheduler)
     assert all(p.from_store for p in again)
+
+
+def test_cluster_cancel_stops_running_solves_keeps_finished_ones_and_skips_the_rest(
+    scheduler, tmp_path
+):
+    # VGG16 at 60 % runs into its 120 s limit (CBC holds its warm start); the diamond is quick.
+    # The cancel comes when the first diamond point arrives: VGG16 is then surely running.
+    vgg16 = load_graph(bundled_graphs()["vgg16"])
+    long = sweep_tasks(vgg16, "gpu", [0.6], ["xengine"], SolveOptions(time_limit_s=120), "vgg16")
+    diamond = load_graph(bundled_graphs()["diamond"])
+    fractions = budget_steps(1.0, 0.9, 20)  # each a CBC run of some 50 ms
+    quick = sweep_tasks(diamond, "gpu", fractions, ["xengine"], FAST, "diamond", 1)
+    store = ResultStore(tmp_path / "results.sqlite3")
+    cancel = threading.Event()
+    arrivals = []
+
+    def on_point(point):
+        arrivals.append(point)
+        cancel.set()
+
+    started = time.monotonic()
+    points = run_sweep([*long, *quick], store=store, on_point=on_point, cancel=cancel,
+                       scheduler=scheduler)  # fmt: skip
+    assert time.monotonic() - started < 60  # not the 120 s limit
+    (stopped,) = [p for p in points if p.graph == "vgg16"]
+    assert stopped.result.status is SolveStatus.CANCELLED
+    assert stopped.result.ok and stopped.result.timeline.valid  # its incumbent, replayed
+    finished = [p for p in points if p.graph == "diamond"]
+    done = [p for p in finished if p.result.status is SolveStatus.OPTIMAL]
+    assert done and len(finished) < len(quick)  # tasks queued behind the cancel never started
+    # every finished point was stored here, and nothing else (a cancelled solve is not final)
+    stored = sorted(r.budgets["gpu"] for r in store.rows())
+    assert stored == sorted(diamond.device("gpu").fixed_memory + p.budget for p in done)
+    assert len(arrivals) == len(points)
 
 
 def test_unreachable_scheduler_is_one_line(monkeypatch, capsys):
