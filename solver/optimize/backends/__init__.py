@@ -17,7 +17,6 @@ what they share (progress tracker, :class:`BackendResult`, gap helpers) in
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ import numpy as np
 import pulp
 
 from solver.optimize.backends import highs
-from solver.optimize.backends._common import BackendResult, Tracker, pulp_codes
+from solver.optimize.backends._common import BackendResult, Cancel, Tracker, pulp_codes
 from solver.optimize.backends.cbc import run_cbc
 from solver.optimize.backends.highs import SolutionCallback, run_highs
 from solver.optimize.backends.lp import LinearProgram, from_pulp
@@ -104,7 +103,7 @@ def run_backend(
     problem: LinearProgram | pulp.LpProblem,
     options: BackendOptions,
     on_progress: Callable[[Progress], None] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     start: np.ndarray | None = None,
     on_solution: SolutionCallback | None = None,
 ) -> BackendResult:
@@ -172,7 +171,7 @@ def _run(
     program: LinearProgram,
     options: BackendOptions,
     on_progress: Callable[[Progress], None] | None,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
     start: np.ndarray | None,
     on_solution: SolutionCallback | None,
 ) -> BackendResult:

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pulp
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from solver.optimize.backends.lp import LinearProgram
 
 __all__ = [
+    "Cancel",
     "LOG_TAIL_LINES",
     "POLL_S",
     "BackendResult",
@@ -31,6 +32,14 @@ __all__ = [
     "finish_result",
     "pulp_codes",
 ]
+
+
+class Cancel(Protocol):
+    """What the backends ask of a cancel flag: a ``threading.Event``, or anything that can
+    say it is set (the neighbourhood search stops on either of two events)."""
+
+    def is_set(self) -> bool: ...
+
 
 LOG_TAIL_LINES = 200
 POLL_S = 0.05

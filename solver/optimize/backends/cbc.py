@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ import pulp
 from solver.optimize.backends._common import (
     POLL_S,
     BackendResult,
+    Cancel,
     Tracker,
     error_result,
     finish_result,
@@ -78,7 +78,7 @@ def run_cbc(
     program: LinearProgram,
     options: BackendOptions,
     tracker: Tracker,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
     start: np.ndarray | None = None,
 ) -> BackendResult:
     """Write MPS, run CBC under our control, and read its solution back."""
@@ -154,7 +154,7 @@ def _spawn_cbc(args: list[str]) -> _CbcProcess:
 
 
 def _pump_cbc(
-    child: _CbcProcess, tracker: Tracker, cancel: threading.Event | None, deadline: float
+    child: _CbcProcess, tracker: Tracker, cancel: Cancel | None, deadline: float
 ) -> str | None:
     """Forward CBC's log line by line until it exits; stop it on cancel or past the deadline.
 

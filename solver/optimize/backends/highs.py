@@ -18,6 +18,7 @@ import numpy as np
 from solver.optimize.backends._common import (
     POLL_S,
     BackendResult,
+    Cancel,
     Tracker,
     error_result,
     finish_result,
@@ -106,7 +107,7 @@ def run_highs(
     program: LinearProgram,
     options: BackendOptions,
     tracker: Tracker,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
     start: np.ndarray | None = None,
     on_solution: SolutionCallback | None = None,
 ) -> BackendResult:
