@@ -3,7 +3,8 @@
 For each case (a bundled graph, the GPU's memory at P% of the no-rematerialization peak as in
 ``--budget gpu=P%``, a backend) prints the model build time and the case's peak RSS, the time
 to a schedule within 5% and 1% of the best known objective (``bench/best_known.json``), and
-the final objective, proven bound, gap and status. Each case runs in a child process of its
+the final objective, proven bound, gap and status; with ``--root``, the LP relaxation of the
+solved model (its root bound before cuts). Each case runs in a child process of its
 own, so its RSS is its own and a crash stays contained.
 
     .venv/bin/python bench/solve.py              # the issue's target cases, CBC, 60 s (~5 min)
@@ -61,6 +62,7 @@ COLUMNS = (
     ("to 1% s", 7),
     ("objective", 10),
     ("bound", 10),
+    ("root LP", 10),
     ("gap", 6),
     ("status", 10),
     ("wall s", 6),
@@ -85,7 +87,24 @@ class Case:
         return f"{self.graph}{alone} {self.percent}%"
 
 
-def run_case(case: Case, time_limit: float, improve: bool) -> dict:
+def root_lp(graph, time_limit: float) -> float | None:
+    """The solved model's LP relaxation (integrality dropped), by CBC: how strong the
+    formulation is before any cut or branch."""
+    from dataclasses import replace as with_fields
+
+    import numpy as np
+
+    from solver.optimize.backends import BackendOptions, run_backend
+    from solver.optimize.miqp import build_array_model
+    from solver.status import SolveStatus
+
+    model = build_array_model(graph)
+    relaxed = with_fields(model.program, integer=np.zeros(model.num_variables, dtype=bool))
+    outcome = run_backend(relaxed, BackendOptions(backend="cbc", time_limit_s=time_limit))
+    return outcome.objective if outcome.status is SolveStatus.OPTIMAL else None
+
+
+def run_case(case: Case, time_limit: float, improve: bool, root: bool = False) -> dict:
     """Solve one case in this process; the record the table is printed from."""
     from solver.cli import parse_budget
     from solver.document.examples import bundled_graphs
@@ -111,6 +130,7 @@ def run_case(case: Case, time_limit: float, improve: bool) -> dict:
     )
     result = solve_xengine(graph, options, on_progress=on_progress)
     wall = time.perf_counter() - started
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     objective = result.timeline.total_ms if result.ok else None
     if objective is not None and (not events or objective < events[-1][1] - 1e-9):
         events.append((wall, objective))
@@ -120,7 +140,8 @@ def run_case(case: Case, time_limit: float, improve: bool) -> dict:
         "nodes": graph.n,
         "backend": case.backend,
         "build_s": result.build_seconds,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": rss,
+        "root_lp": root_lp(graph, time_limit) if root else None,
         "objective": objective,
         "bound": result.bound,
         "status": result.status.value,
@@ -130,10 +151,11 @@ def run_case(case: Case, time_limit: float, improve: bool) -> dict:
     }
 
 
-def run_child(case: Case, time_limit: float, improve: bool) -> dict:
+def run_child(case: Case, time_limit: float, improve: bool, root: bool) -> dict:
     """Run a case in a child process (its own RSS, a crash contained)."""
     command = [sys.executable, __file__, "--case", json.dumps(case.__dict__)]
     command += ["--time-limit", str(time_limit)] + ([] if improve else ["--no-improve"])
+    command += ["--root"] if root else []
     done = subprocess.run(command, capture_output=True, text=True, timeout=time_limit * 3 + 120)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -176,6 +198,7 @@ def table_row(record: dict, best: float | None) -> list[str]:
         _cell(first_within(record["events"], best, 0.01), 1),
         _cell(objective),
         _cell(bound),
+        _cell(record.get("root_lp")),
         gap or "-",
         record["status"],
         _cell(record["wall_s"], 1),
@@ -214,11 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-improve", action="store_true", help="no neighbourhood search")
     parser.add_argument("--update-best", action="store_true", help="record new best objectives")
     parser.add_argument("--json", help="append every record to this JSON-lines file")
+    parser.add_argument(
+        "--root", action="store_true", help="also solve each model's LP relaxation (slower)"
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     improve = not args.no_improve
     if args.case:
-        print(json.dumps(run_case(Case(**json.loads(args.case)), args.time_limit, improve)))
+        case = Case(**json.loads(args.case))
+        print(json.dumps(run_case(case, args.time_limit, improve, args.root)))
         return 0
 
     known_file = json.loads(BEST_KNOWN.read_text()) if BEST_KNOWN.exists() else {}
@@ -232,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     print_row([name for name, _ in COLUMNS])
     improved = False
     for case in cases:
-        record = run_child(case, args.time_limit, improve)
+        record = run_child(case, args.time_limit, improve, args.root)
         known = best.get(record["key"])
         found = record.get("objective")
         if found is not None and (known is None or found < known - 1e-6):
