@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(cases)} cases, {args.time_limit:g} s each at most, neighbourhood search "
         f"{'on' if improve else 'off'}; 'to 5%/1%': seconds to a schedule within that of "
-        f"the best known objective ({BEST_KNOWN.name})"
+        f"the best known objective ({BEST_KNOWN.name}, else the best of this run so far)"
     )
     print_row([name for name, _ in COLUMNS])
     improved = False
