@@ -186,14 +186,13 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
         action.triggered.connect(lambda *_, n=name: window.set_theme(n))
     view.addSeparator()
     view.addAction("Reset &Layout").triggered.connect(window.reset_layout)
-    if window.stepper is not None:
-        step = bar.addMenu("S&tep")
-        for action in window.stepper.step_actions.values():
-            # anywhere in the window, not only in the panel; text fields still get their keys
-            # first (a QLineEdit accepts ShortcutOverride for the keys it uses)
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            window.addAction(action)
-            step.addAction(action)
+    step = bar.addMenu("S&tep")
+    for action in window.stepper.step_actions.values():
+        # anywhere in the window, not only in the panel; text fields still get their keys
+        # first (a QLineEdit accepts ShortcutOverride for the keys it uses)
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        window.addAction(action)
+        step.addAction(action)
     help_menu = bar.addMenu("&Help")
     help_menu.addAction("Show &Tour").triggered.connect(window.tour.start)
     help_menu.addAction("&About XEngine Studio").triggered.connect(window.show_about)

@@ -1,15 +1,14 @@
 """The workbench: graph, devices, inspector and solver docks around the schedule views.
 
 :func:`run` is the GUI entry point (``python main.py [FILE]``). The schedule views in the centre
-are optional modules of ``app.views``; each is added if it imports, so the window works while
-they are being written. The layout, recent files and solver settings persist in QSettings;
+are imported directly: a view that fails to import stops the window with its traceback instead
+of silently losing its tab. The layout, recent files and solver settings persist in QSettings;
 closing the window during a solve cancels it and waits for the worker threads.
 """
 
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
 import sys
 from dataclasses import replace
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 from app.actions import build_actions
 from app.dialogs import ErrorDialog
 from app.document import Document
+from app.execute_action import ExecuteAction
 from app.files import FileController
 from app.panels.devices import DevicesPanel
 from app.panels.inspector import InspectorPanel
@@ -37,7 +37,13 @@ from app.panels.solver_panel import SolverPanel, status_text
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.solving import SolveController
 from app.tour import Tour
+from app.views.comparison import ComparisonView
+from app.views.explorer import ExplorerView
 from app.views.graph_view import GraphView
+from app.views.matrices import MatricesView
+from app.views.schedule_view import ScheduleView
+from app.views.stepper import StepperPanel
+from app.views.tensors import TensorMemoryView
 from solver.document.examples import DEFAULT_EXAMPLE
 from solver.errors import printable
 from solver.optimize.solve import SolveResult
@@ -46,26 +52,17 @@ __all__ = ["MainWindow", "run", "create_window", "startup_file", "CENTRAL_VIEWS"
 
 logger = logging.getLogger(__name__)
 
-CENTRAL_VIEWS = (
-    ("app.views.schedule_view", "ScheduleView", "Schedule"),
-    ("app.views.tensors", "TensorMemoryView", "Memory per tensor"),
-    ("app.views.matrices", "MatricesView", "R / S matrices"),
-    ("app.views.comparison", "ComparisonView", "Comparison"),
-    ("app.views.explorer", "ExplorerView", "Trade-off explorer"),
+CENTRAL_VIEWS: tuple[tuple[type[QWidget], str], ...] = (
+    (ScheduleView, "Schedule"),
+    (TensorMemoryView, "Memory per tensor"),
+    (MatricesView, "R / S matrices"),
+    (ComparisonView, "Comparison"),
+    (ExplorerView, "Trade-off explorer"),
 )
-"""(module, class, tab title) of the schedule views, in tab order; missing ones are skipped."""
+"""(view class, tab title) of the schedule views, in tab order; each is built over the document."""
 STATUS_TIMEOUT_MS = 8000
 CENTRAL_MIN_HEIGHT = 340
 """The schedule tabs never get less height than this (1280x720: the graph dock shrinks)."""
-
-
-def _optional_view(module: str, name: str, document: Document) -> QWidget | None:
-    try:
-        view_class = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        logger.info("view %s.%s is not available: %s", module, name, exc)
-        return None
-    return view_class(document)
 
 
 class MainWindow(QMainWindow):
@@ -83,7 +80,7 @@ class MainWindow(QMainWindow):
         self.devices_panel = DevicesPanel(self.document)
         self.inspector = InspectorPanel(self.document)
         self.solver_panel = SolverPanel(self.document, self.controller)
-        self.stepper = _optional_view("app.views.stepper", "StepperPanel", self.document)
+        self.stepper = StepperPanel(self.document)
         self.schedule_tabs = self._build_central()
         self.docks: dict[str, QDockWidget] = {}
         self._build_docks()
@@ -91,7 +88,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.result_label)
         self.tour = Tour(self)
         self.window_actions = build_actions(self)
-        self.execute_action = _optional_view("app.execute_action", "ExecuteAction", self)
+        self.execute_action = ExecuteAction(self)
         self._default_state = self.saveState()
         self._connect()
         self._restore_layout()
@@ -106,14 +103,8 @@ class MainWindow(QMainWindow):
         tabs = QTabWidget()
         tabs.setObjectName("schedule_tabs")
         tabs.setDocumentMode(True)
-        for module, name, title in CENTRAL_VIEWS:
-            view = _optional_view(module, name, self.document)
-            if view is not None:
-                tabs.addTab(view, title)
-        if tabs.count() == 0:
-            placeholder = QLabel("The schedule views are not installed.")
-            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            tabs.addTab(placeholder, "Schedule")
+        for view_class, title in CENTRAL_VIEWS:
+            tabs.addTab(view_class(self.document), title)
         # the schedule is what the window is for: on a short screen the docks give way to it
         tabs.setMinimumHeight(CENTRAL_MIN_HEIGHT)
         self.setCentralWidget(tabs)
@@ -146,8 +137,7 @@ class MainWindow(QMainWindow):
         solver = self._dock("solver", "Solver", self.solver_panel, area.RightDockWidgetArea)
         self.tabifyDockWidget(devices, inspector)
         devices.raise_()
-        if self.stepper is not None:
-            self._dock("stepper", "Step through", self.stepper, area.BottomDockWidgetArea)
+        self._dock("stepper", "Step through", self.stepper, area.BottomDockWidgetArea)
         self.resize(1480, 940)
         self.resizeDocks([graph], [310], Qt.Orientation.Vertical)
         self.resizeDocks([devices, solver], [360, 520], Qt.Orientation.Vertical)
