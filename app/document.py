@@ -91,14 +91,10 @@ class Document(QObject):
         return self._graph
 
     def set_graph(self, graph: Graph | None) -> None:
+        """Show another graph: no selection, no result (see :meth:`_replace_graph`)."""
         if graph is self._graph:
             return
-        self._token = next(_tokens)
-        self._graph = graph
-        self._selection = None
-        self._edge = None
-        self.graph_changed.emit()
-        self.set_result(None)
+        self._replace_graph(graph, next(_tokens), None, None, None)
 
     @property
     def budgets(self) -> dict[str, int]:
@@ -122,19 +118,40 @@ class Document(QObject):
         Unlike :meth:`set_graph` it keeps the selection when the node still exists, and it
         shows a cached result when the restored structure was solved before (undo).
         """
-        self._token = next(_tokens) if token is None else token
+        token = next(_tokens) if token is None else token
+        selection = self._selection if self._selection in graph.index else None
+        edge = self._edge if self._edge and _has_edge(graph, self._edge) else None
+        key = (token, self._settings.method, _budget_items(graph))
+        self._replace_graph(graph, token, selection, edge, self._cache.get(key))
+        return token
+
+    def _replace_graph(
+        self,
+        graph: Graph | None,
+        token: int,
+        selection: str | None,
+        edge: tuple[str, str] | None,
+        result: SolveResult | None,
+    ) -> None:
+        """Set graph, selection, result and cursor together, then tell the views.
+
+        Every field is set before the first signal, so a view that reacts to ``graph_changed``
+        never sees the new graph next to the old graph's result, selection or cursor.
+        """
+        old = (self._selection, self._edge, self._result, self._provisional, self._cursor)
+        self._token = token
         self._graph = graph
-        selection, edge = self._selection, self._edge
-        # Drop a selection that no longer exists *before* telling the views about the graph.
-        self._selection = selection if selection in graph.index else None
-        self._edge = edge if edge and _has_edge(graph, edge) else None
+        self._selection, self._edge = selection, edge
+        self._result, self._provisional, self._cursor = result, False, None
         self.graph_changed.emit()
-        if self._selection != selection:
+        if selection != old[0]:
             self.selection_changed.emit()
-        if self._edge != edge:
+        if edge != old[1]:
             self.edge_selection_changed.emit()
-        self.set_result(self.cached_result())
-        return self._token
+        if result is not old[2] or old[3]:
+            self.result_changed.emit()
+        if result is not old[2] or old[3] or old[4] is not None:
+            self.cursor_changed.emit()
 
     def edit(self, command_type: Callable[..., QUndoCommand], *args: object) -> bool:
         """Build ``command_type(self, *args)`` and push it: the one way views edit.
@@ -260,7 +277,7 @@ class Document(QObject):
         """The cache key of the current graph, budgets and method."""
         if self._graph is None:
             return None
-        return (self._token, self._settings.method, tuple(sorted(self.budgets.items())))
+        return (self._token, self._settings.method, _budget_items(self._graph))
 
     def cache_result(self, key: ResultKey, result: SolveResult) -> None:
         """Remember a finished solve; cancelled and failed runs are not worth keeping."""
@@ -324,6 +341,10 @@ class Document(QObject):
 
     def _on_undo_stack_clean_changed(self, clean: bool) -> None:
         self.modified_changed.emit(not clean)
+
+
+def _budget_items(graph: Graph) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((d.name, d.memory) for d in graph.devices))
 
 
 def _has_edge(graph: Graph, edge: tuple[str, str]) -> bool:

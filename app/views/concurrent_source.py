@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.views.plotting import result_matches
+from app.views.plotting import has_replay
 from solver.errors import XEngineError
 from solver.execution.concurrent import ConcurrentLayout, concurrent_layout
 from solver.execution.simulate import Timeline, effective_graph
@@ -57,7 +57,7 @@ class ConcurrentSource:
         timeline = result.timeline if result is not None else None
         if self._for[0] is not timeline or self._for[1] is not graph:
             self._for, self._layout = (timeline, graph), None
-            if timeline is not None and timeline.valid and result_matches(graph, result):
+            if timeline is not None and timeline.valid and has_replay(result):
                 schedule = result.schedule
                 try:
                     self._layout = concurrent_layout(

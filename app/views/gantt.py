@@ -50,8 +50,8 @@ from app.views.gantt_text import (
 from app.views.plotting import (
     HoverProxy,
     configure_plot,
+    has_replay,
     install_export_action,
-    result_matches,
 )
 from app.views.timeline_nav import OverviewStrip, TimelineViewBox, merge_intervals, navigate
 from solver.execution.explain import recompute_reason
@@ -504,7 +504,7 @@ class GanttView(QWidget):
         if index not in self._reasons:
             result = self._document.result
             graph = self._document.graph
-            if not result_matches(graph, result):
+            if not has_replay(result):
                 return ""
             self._reasons[index] = recompute_reason(graph, result.schedule, result.timeline, index)
         return self._reasons[index]

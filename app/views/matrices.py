@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.theme import Colors, colors_for, style_plot
-from app.views.plotting import HoverProxy, install_export_action, result_matches
+from app.views.plotting import HoverProxy, has_replay, install_export_action
 from solver.execution.explain import StageMatrices, stage_matrices
 
 __all__ = ["MatricesView"]
@@ -352,7 +352,7 @@ class MatricesView(QWidget):
         self._ensure_plots()
         graph = self._document.graph
         result = self._document.result
-        if result_matches(graph, result):
+        if has_replay(result):
             self._matrices = stage_matrices(graph, result.schedule, result.timeline)
         else:
             self._matrices = {}

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.export import export_widget
 from app.theme import Colors
-from solver.document.graph import Graph
 from solver.optimize.solve import SolveResult
 
 __all__ = [
@@ -23,7 +22,7 @@ __all__ = [
     "configure_plot",
     "HoverProxy",
     "install_export_action",
-    "result_matches",
+    "has_replay",
 ]
 
 AXIS_WIDTH = 84
@@ -92,16 +91,10 @@ def install_export_action(scene, widget: QWidget) -> None:
     scene.contextMenu = [action]
 
 
-def result_matches(graph: Graph | None, result: SolveResult | None) -> bool:
-    """Whether ``result``'s schedule belongs to ``graph`` (same nodes and devices).
+def has_replay(result: SolveResult | None) -> bool:
+    """Whether ``result`` carries a schedule and its replay (an error or infeasible one does not).
 
-    During an edit the document announces the new graph before it replaces the old result; views
-    that look nodes up in the graph check this first instead of failing on a missing node.
+    The document replaces graph and result together (``Document._replace_graph``), so a result on
+    display always belongs to the graph on display: no view needs to check that.
     """
-    if graph is None or result is None or result.schedule is None or result.timeline is None:
-        return False
-    if len(result.schedule.stages) != graph.n:
-        return False
-    nodes = {op.node for op in result.timeline.ops}
-    devices = set(result.timeline.devices)
-    return nodes <= graph.index.keys() and devices <= graph.device_index.keys()
+    return result is not None and result.schedule is not None and result.timeline is not None

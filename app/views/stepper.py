@@ -33,7 +33,7 @@ from app.document import Document
 from app.icons import media_icon
 from app.theme import colors_for
 from app.views.binding import binding_constraints
-from app.views.plotting import result_matches
+from app.views.plotting import has_replay
 from solver.document.units import format_ms, format_size
 from solver.execution.explain import state_at
 
@@ -254,7 +254,7 @@ class StepperPanel(QWidget):
     def _show_state(self, index: int) -> None:
         result = self._document.result
         graph = self._document.graph
-        if not result_matches(graph, result):
+        if not has_replay(result):
             self._show("", "")
             return
         state = state_at(graph, result.schedule, result.timeline, index)

@@ -24,7 +24,6 @@ __all__ = [
     "tensor_bands",
     "resident_reason",
     "resident_text",
-    "timeline_matches",
 ]
 
 ORIGINS = ("computed", "recomputed", "copied", "offloaded here (kept)")
@@ -166,12 +165,6 @@ def resident_text(
             )
         parts.append(text)
     return " ".join(parts[:1]) + " " + "; ".join(parts[1:])
-
-
-def timeline_matches(graph: Graph, timeline: Timeline) -> bool:
-    """Whether ``timeline``'s operations are nodes of ``graph`` (the first 1,000 checked: a
-    schedule of another graph fails at once, and a big one costs no walk)."""
-    return all(op.node in graph.index for op in timeline.ops[:1000])
 
 
 class _EmptyTimeline:

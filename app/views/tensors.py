@@ -37,7 +37,6 @@ from app.views.tensor_bands import (
     resident_reason,
     resident_text,
     tensor_bands,
-    timeline_matches,
 )
 from app.views.tensor_style import BandBrushes
 from solver.document.units import format_ms, format_size
@@ -255,10 +254,7 @@ class TensorMemoryView(QWidget):
         if graph is None:
             return  # no devices, no plots
         for device, (plot, bars, _) in self._plots.items():
-            if timeline is None or not timeline_matches(graph, timeline):
-                bands = tensor_bands(graph, EMPTY, device)
-            else:
-                bands = tensor_bands(graph, timeline, device)
+            bands = tensor_bands(graph, EMPTY if timeline is None else timeline, device)
             self._bands[device] = bands
             top = float((bands.y0 + bands.height).max(initial=0.0))
             unit, scale = byte_unit(top)
