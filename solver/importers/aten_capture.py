@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import operator
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,7 +35,14 @@ from typing import Any
 from solver.errors import GraphFormatError
 from solver.importers._deps import require_torch
 
-__all__ = ["LOSS_SCOPE", "JointCapture", "capture_joint", "loss_of", "node_tag"]
+__all__ = [
+    "LOSS_SCOPE",
+    "JointCapture",
+    "capture_joint",
+    "loss_of",
+    "node_tag",
+    "size_rnn_workspaces",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +115,7 @@ def capture_joint(
             gm = make_fx(step, tracing_mode="fake")(*inputs)
     except Exception as exc:  # noqa: BLE001 - any failure inside user code or tracing
         raise _capture_error(exc, name, input_shape) from None
+    sized = size_rnn_workspaces(torch, gm)
     seconds = time.perf_counter() - start
     logger.info("captured %s: %d nodes in %.2f s", name, len(gm.graph.nodes), seconds)
     return JointCapture(
@@ -124,8 +133,76 @@ def capture_joint(
             "batch": input_shape[0],
             "loss": "mean(output ** 2)",
             "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+            **({"rnn_workspace_bytes": sized} if sized else {}),
         },
     )
+
+
+def size_rnn_workspaces(torch, gm) -> list[int]:
+    """Give each oneDNN LSTM layer's workspace its real size; the bytes of each, in order.
+
+    ``aten.mkldnn_rnn_layer`` returns a workspace that its backward reads (autograd saves it),
+    but its fake kernel returns an empty tensor, so the capture would count 0 bytes for what
+    is, for a layer of hidden size 64 over 8 steps of 2, 84 KiB (several times the layer's
+    output). Its size is oneDNN's own layout, with no formula in PyTorch; so each distinct
+    layer shape runs once here for real, on zeros of its input shapes on the CPU (the device
+    the capture is for), and the workspace's captured value is replaced by a fake tensor of
+    the real shape. A layer that cannot run (no oneDNN in this build) keeps 0 bytes, logged.
+    """
+    target = getattr(torch.ops.aten, "mkldnn_rnn_layer", None)
+    if target is None:
+        return []
+    sizes: list[int] = []
+    known: dict[tuple, tuple[tuple[int, ...], Any]] = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not target.default:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, tuple | list) or len(val) < 4:
+            continue
+        fake = val[3]
+        signature = tuple(_signature(torch, a) for a in node.args)
+        if signature not in known:
+            known[signature] = _real_workspace(torch, node)
+        shape, dtype = known[signature]
+        if shape is None:
+            sizes.append(0)
+            continue
+        with fake.fake_mode:
+            real = torch.empty(shape, dtype=dtype, device=fake.device)
+        node.meta["val"] = (*val[:3], real, *val[4:])
+        for user in node.users:
+            if user.target is operator.getitem and user.args[1] == 3:
+                user.meta["val"] = real
+        sizes.append(math.prod(shape) * dtype.itemsize)
+    return sizes
+
+
+def _signature(torch, arg: Any) -> Any:
+    val = getattr(arg, "meta", {}).get("val") if hasattr(arg, "meta") else None
+    if isinstance(val, torch.Tensor):
+        return ("tensor", tuple(val.shape), str(val.dtype))
+    if isinstance(arg, list | tuple):
+        return tuple(_signature(torch, a) for a in arg)
+    return repr(arg)
+
+
+def _real_workspace(torch, node) -> tuple[tuple[int, ...] | None, Any]:
+    """(shape, dtype) of the workspace the real kernel returns for ``node``'s argument shapes."""
+
+    def real(arg):
+        val = arg.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            return torch.zeros(val.shape, dtype=val.dtype, device="cpu")
+        return val
+
+    try:
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), real)
+        workspace = node.target(*args, **kwargs)[3]  # no_grad would return no workspace
+    except Exception as exc:  # noqa: BLE001 - no oneDNN here: keep the fake size, say so
+        logger.warning("cannot size the LSTM workspace of %s (%s); counted as 0 bytes", node, exc)
+        return None, None
+    return tuple(workspace.shape), workspace.dtype
 
 
 def _like(torch, tensor):

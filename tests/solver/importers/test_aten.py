@@ -132,14 +132,16 @@ def test_aten_saved_tensors_equal_what_autograd_saves(name):
     assert feeding == {group_plan.owner[v] for v in saved}
 
 
-def test_aten_lstm_saves_what_autograd_saves_but_the_onednn_workspace():
-    """A known gap: the fake kernel of mkldnn_rnn_layer returns an empty workspace, so the two
-    LSTM layers' oneDNN workspaces (84 KiB each here) are 0 bytes in the graph."""
+def test_aten_lstm_saves_what_autograd_saves_with_the_onednn_workspace():
+    """The fake kernel of mkldnn_rnn_layer returns an empty workspace; the capture sizes it by
+    running each layer shape once for real, so the two LSTM layers' oneDNN workspaces (84 KiB
+    each here, the largest tensors saved) are counted as autograd saves them."""
     torch.manual_seed(0)
     expected = autograd_saved(COMPOSITE["lstm"][0]().train(), torch.randn(SMALL["lstm"]))
-    saved = sorted(captured_saved(plan("lstm", "op")).values())
-    assert saved[:2] == [0, 0] and expected[-2:] == [86016, 86016]
-    assert saved[2:] == expected[:-2]
+    group_plan = plan("lstm", "op")
+    assert sorted(captured_saved(group_plan).values()) == expected
+    assert expected[-2:] == [86016, 86016]
+    assert group_plan.capture.meta["rnn_workspace_bytes"] == [86016, 86016]
 
 
 def test_aten_layer_level_names_nodes_by_module():
