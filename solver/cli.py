@@ -180,8 +180,12 @@ def _concurrent_ms(
     return round(concurrent_makespan(graph, schedule, timeline), 6)
 
 
+def _ms_or_dash(ms: float | None) -> str:
+    return "-" if ms is None else format_ms(ms)
+
+
 def _report(result: SolveResult, concurrent_ms: float | None = None) -> dict:
-    block = {
+    block: dict[str, object] = {
         "method": result.method,
         "backend": result.backend,
         "status": result.status.value,
@@ -240,7 +244,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     with _stdout_to_stderr():
         result = _solve_stored(graph, args, options)
     if args.output and result.schedule is not None:
-        save_schedule(result.schedule, args.output, result.timeline.summary())
+        summary = result.timeline.summary() if result.timeline is not None else None
+        save_schedule(result.schedule, args.output, summary)
     concurrent = _concurrent_ms(graph, result.schedule, result.timeline)
     if args.json:
         print(_json_text(_report(result, concurrent)))
@@ -278,7 +283,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(_json_text({**timeline.summary(), "concurrent_ms": concurrent}))
     elif timeline.valid:
         print(
-            f"valid: {format_ms(timeline.total_ms)} (concurrent {format_ms(concurrent)}), "
+            f"valid: {format_ms(timeline.total_ms)} (concurrent {_ms_or_dash(concurrent)}), "
             f"{timeline.recomputations} recomputations, "
             f"{len(timeline.transfers)} transfers"
         )

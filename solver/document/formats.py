@@ -21,7 +21,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +171,8 @@ def _graph_from_dict(doc: Any) -> Graph:
     raw_nodes = _get(doc, "nodes", "top level", list)
     if not raw_nodes:
         raise _fail("no nodes", "field 'nodes'", "add at least one node")
-    nodes, edges = [], []
+    nodes: list[Node] = []
+    edges: list[Edge] = []
     for i, raw in enumerate(raw_nodes):
         node, inputs, node_notes = _node(raw, i, devices)
         nodes.append(node)
@@ -288,7 +289,7 @@ def _cost(raw: Mapping, where: str, devices: list[Device], flops, bytes_accessed
 
 def _roofline(devices: list[Device], flops, bytes_accessed) -> dict[str, float]:
     """Fill costs from FLOPs and bytes: time = max(compute time, memory time), in ms."""
-    result = {}
+    result: dict[str, float] = {}
     if flops is None:
         return result
     for device in devices:
@@ -463,6 +464,7 @@ def _too_deep(doc: Any) -> bool:
     stack = [(doc, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):
@@ -573,7 +575,8 @@ def _write_error(name: str, exc: OSError) -> FileWriteError:
         errno.EROFS: "the disk is read-only; choose another folder",
         errno.ENOENT: "the folder does not exist; choose another",
     }
-    return FileWriteError(name, f"could not write: {reason}", fixes.get(exc.errno, ""))
+    fix = fixes.get(exc.errno, "") if exc.errno is not None else ""
+    return FileWriteError(name, f"could not write: {reason}", fix)
 
 
 def _sync_folder(folder: Path) -> None:

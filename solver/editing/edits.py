@@ -254,10 +254,12 @@ def rename_node(graph: Graph, old: str, new: str) -> Graph:
             f"id {new!r} is already taken", where=f"node '{old}'", fix="node ids must be unique"
         )
 
-    def swap(node_id: str | None) -> str | None:
+    def swap(node_id: str) -> str:
         return new if node_id == old else node_id
 
-    nodes = [replace(n, id=swap(n.id), of=swap(n.of)) for n in graph.nodes]
+    nodes = [
+        replace(n, id=swap(n.id), of=None if n.of is None else swap(n.of)) for n in graph.nodes
+    ]
     edges = [replace(e, source=swap(e.source), target=swap(e.target)) for e in graph.edges]
     return rebuild(graph, nodes=nodes, edges=edges)
 
@@ -356,7 +358,7 @@ def set_node_fields(graph: Graph, node_id: str, **fields: object) -> Graph:
     5
     """
     node = graph.node(node_id)
-    changed = replace(node, **fields)
+    changed = replace(node, **fields)  # type: ignore[arg-type]  # Graph() checks each value
     return rebuild(graph, nodes=[changed if n.id == node_id else n for n in graph.nodes])
 
 

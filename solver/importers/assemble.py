@@ -129,7 +129,7 @@ def _forward_graph(
     nodes, edges = [], []
     for group in groups:
         head, last = group[0], group[-1]
-        extra = {"shape": list(last.shape)}
+        extra: dict[str, object] = {"shape": list(last.shape)}
         if len(group) > 1:
             extra["parts"] = [op.name for op in group]
         nodes.append(

@@ -117,7 +117,7 @@ def import_torch_command(argv: list[str]) -> int:
             args.input,
             level=args.level,
             devices=platform,
-            cost_model=cost_model,
+            cost_model=cost_model,  # type: ignore[arg-type]  # a mapping only with --capture fx
             name=args.name,
         )
         if args.output:

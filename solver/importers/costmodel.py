@@ -158,7 +158,9 @@ def resolve_cost_models(
     the ``cpu``-kind devices on this machine and keeps the roofline for the others; a single
     model applies to all devices; a mapping picks per device (roofline for the rest).
     """
-    roofline = {name: RooflineCostModel(spec) for name, spec in platform.devices}
+    roofline: dict[str, CostModel] = {
+        name: RooflineCostModel(spec) for name, spec in platform.devices
+    }
     if cost_model is None or cost_model == "roofline":
         return roofline
     if cost_model == "measured":

@@ -166,12 +166,13 @@ class BaselineResult:
 def best_fitting(graph: Graph, schedules: list[Schedule]) -> BaselineResult:
     """The cheapest schedule among ``schedules`` that replays within the budgets."""
     best: BaselineResult | None = None
-    violations = []
+    best_ms = 0.0
+    violations: list[ScheduleViolation] = []
     for schedule in schedules:
         timeline = simulate(graph, schedule)
-        if timeline.valid and (best is None or timeline.total_ms < best.timeline.total_ms):
-            best = BaselineResult(schedule, timeline)
-        elif not timeline.valid:
+        if timeline.valid and (best is None or timeline.total_ms < best_ms):
+            best, best_ms = BaselineResult(schedule, timeline), timeline.total_ms
+        elif timeline.violation is not None:
             violations.append(timeline.violation)
     if best is None:
         reason = str(violations[0]) if violations else "no candidate schedule"

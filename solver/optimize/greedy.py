@@ -164,7 +164,11 @@ def best_heterogeneous(graph: Graph) -> BaselineResult:
     7.0
     """
     results = [greedy_heterogeneous(graph), chen_heterogeneous(graph)]
-    valid = [r for r in results if r.schedule is not None]
+    valid = [
+        (r.timeline.total_ms, i)
+        for i, r in enumerate(results)
+        if r.schedule is not None and r.timeline is not None
+    ]
     if not valid:
         return BaselineResult(None, None, "; ".join(r.reason for r in results))
-    return min(valid, key=lambda r: r.timeline.total_ms)
+    return results[min(valid)[1]]

@@ -136,7 +136,7 @@ def _from_baseline(
     graph: Graph, method: str, found: BaselineResult, seconds: float, device: str | None = None
 ) -> SolveResult:
     schedule, timeline, reason = found.schedule, found.timeline, found.reason
-    if timeline is None or not timeline.valid:
+    if schedule is None or timeline is None or not timeline.valid:
         alone = graph.with_devices([device]) if device else graph
         why = explain_infeasible(alone) or reason or "no schedule fits"
         return SolveResult(method, SolveStatus.INFEASIBLE, seconds=seconds, message=why)
@@ -164,7 +164,7 @@ def _best(method: str, results: list[SolveResult]) -> SolveResult:
         return SolveResult(method, SolveStatus.CANCELLED, message="cancelled before it started")
     valid = [r for r in results if r.ok]
     if valid:
-        return min(valid, key=lambda r: r.timeline.total_ms)
+        return min(valid, key=_total_ms)
     messages = "; ".join(f"{r.method}: {r.message or r.status.value}" for r in results)
     status = results[0].status if len({r.status for r in results}) == 1 else SolveStatus.INFEASIBLE
     return SolveResult(method, status, message=messages, seconds=sum(r.seconds for r in results))
@@ -180,14 +180,20 @@ class Comparison:
     def best_single_device(self) -> SolveResult | None:
         """The fastest valid schedule that uses one device only."""
         single = [r for r in self.results if r.ok and len(_devices_used(r.schedule)) <= 1]
-        return min(single, key=lambda r: r.timeline.total_ms, default=None)
+        return min(single, key=_total_ms, default=None)
 
     def speedup(self, result: SolveResult) -> float | None:
         """How many times faster ``result`` is than the best single-device schedule."""
         best = self.best_single_device
-        if best is None or not result.ok or result.timeline.total_ms <= 0:
+        if best is None or not result.ok or _total_ms(result) <= 0:
             return None
-        return best.timeline.total_ms / result.timeline.total_ms
+        return _total_ms(best) / _total_ms(result)
+
+
+def _total_ms(result: SolveResult) -> float:
+    """The replayed time of a result that is ``ok`` (such a result always carries its replay)."""
+    assert result.timeline is not None, result.status
+    return result.timeline.total_ms
 
 
 def _devices_used(schedule: Schedule | None) -> set[str]:

@@ -293,7 +293,7 @@ def _start_values(model: OffloadModel, schedule: Schedule, best: Incumbents) -> 
 class _OffloadIncumbents(Incumbents):
     """Incumbents that read the backend's values with the offloading copies."""
 
-    def offer_values(self, model, values, claimed=None) -> bool:  # type: ignore[override]
+    def offer_values(self, model, values, claimed=None) -> bool:
         info = SolverInfo(self.method, self.backend, SolveStatus.FEASIBLE, objective=claimed)
         schedule = schedule_from_offload_values(model, values, info)
         timeline = simulate(self.graph, schedule)
@@ -368,8 +368,8 @@ def solve_offload(
     )
     remaining = deadline - time.monotonic()
     if remaining <= 0.05 or (cancel is not None and cancel.is_set()):
-        status = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
-        return best.result(replace(base, status=status or SolveStatus.TIME_LIMIT), "stopped")
+        stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
+        return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
     mip_start = options.mip_start if options.mip_start is not None else options.backend == "highs"
     start_values = (
         _start_values(model, best.schedule, best) if mip_start and best.schedule else None
@@ -391,10 +391,10 @@ def solve_offload(
     if outcome.values is not None:
         best.offer_values(model, outcome.values, claimed=outcome.objective)
     if rounding == "safe":  # the safe model's optimum and bound do not hold in bytes
-        status = SolveStatus.FEASIBLE if outcome.status is SolveStatus.OPTIMAL else None
+        proven = SolveStatus.FEASIBLE if outcome.status is SolveStatus.OPTIMAL else None
         outcome = replace(
             outcome,
-            status=status or outcome.status,
+            status=proven or outcome.status,
             bound=None,
             message="memory rows rounded up (safe): no bound valid in bytes",
         )

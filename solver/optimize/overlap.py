@@ -206,14 +206,15 @@ def solve_overlap(
     heuristic (status ``feasible``): its ``objective`` and ``timeline`` are the serial replay,
     as for every method; ``message`` gives the concurrent makespan and where it started.
     """
-    valid = [r for r in starts if r.ok]
+    valid = [r for r in starts if r.ok and r.schedule is not None]
     if not valid:
         why = "; ".join(f"{r.method}: {r.message or r.status.value}" for r in starts)
         status = starts[0].status if starts else SolveStatus.CANCELLED
         return SolveResult("overlap", status, message=f"no schedule to start from ({why})")
     started = time.perf_counter()
     share = options.time_limit_s / len(valid)
-    runs = [optimize_overlap(graph, r.schedule, time_limit_s=share, cancel=cancel) for r in valid]
+    schedules = [r.schedule for r in valid if r.schedule is not None]  # ok: every one has it
+    runs = [optimize_overlap(graph, s, time_limit_s=share, cancel=cancel) for s in schedules]
     best = min(runs, key=lambda r: (r.makespan_ms, r.layout.serial_ms))
     origin = valid[runs.index(best)].method
     seconds = sum(r.seconds for r in valid) + time.perf_counter() - started

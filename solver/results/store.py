@@ -193,7 +193,8 @@ class ResultStore:
         self, older_than_s: float | None = None, method: str | None = None, everything=False
     ) -> int:
         """Delete rows older than ``older_than_s`` seconds and/or of ``method``; the count."""
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[object] = []
         if older_than_s is not None:
             clauses.append("created < ?")
             args.append(time.time() - older_than_s)
@@ -214,7 +215,7 @@ class ResultStore:
     def lookup(self, graph: Graph, method: str, options: SolveOptions) -> StoredResult | None:
         """The stored result of this solve, replayed on ``graph``; ``None`` if none is usable."""
         key = result_key(graph, method, options)
-        rows = self._guarded(
+        rows: list[StoredRow] = self._guarded(
             "look up a result",
             [],
             lambda db: _fetch(db, "WHERE key = ?", (key.digest,)),
@@ -231,7 +232,8 @@ class ResultStore:
 
     def rows(self, graph_hash: str | None = None, method: str | None = None) -> list[StoredRow]:
         """Stored rows, newest first, optionally of one graph (content hash) or method."""
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[str] = []
         if graph_hash is not None:
             clauses.append("graph_hash = ?")
             args.append(graph_hash)
@@ -239,11 +241,15 @@ class ResultStore:
             clauses.append("method = ?")
             args.append(method)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        return self._guarded("read results", [], lambda db: _fetch(db, where, tuple(args)))
+        none: list[StoredRow] = []
+        return self._guarded("read results", none, lambda db: _fetch(db, where, tuple(args)))
 
     def row(self, row_id: int) -> StoredRow | None:
         """The row with id ``row_id``, or ``None``."""
-        found = self._guarded("read a result", [], lambda db: _fetch(db, "WHERE id = ?", (row_id,)))
+        none: list[StoredRow] = []
+        found = self._guarded(
+            "read a result", none, lambda db: _fetch(db, "WHERE id = ?", (row_id,))
+        )
         return found[0] if found else None
 
     # ----- connection ---------------------------------------------------------------------------
@@ -328,7 +334,7 @@ def _write(db: sqlite3.Connection) -> Iterator[None]:
 
 def _row_values(graph: Graph, key: ResultKey, options: SolveOptions, result: SolveResult) -> dict:
     schedule = None
-    if result.ok:
+    if result.ok and result.schedule is not None:
         schedule = json.dumps(schedule_to_dict(result.schedule), separators=(",", ":"))
     return {
         "key": key.digest,
@@ -344,7 +350,7 @@ def _row_values(graph: Graph, key: ResultKey, options: SolveOptions, result: Sol
         "objective": result.objective,
         "bound": result.bound,
         "gap": result.gap,
-        "total_ms": result.timeline.total_ms if result.ok else None,
+        "total_ms": result.timeline.total_ms if result.ok and result.timeline else None,
         "seconds": float(result.seconds),
         "build_seconds": float(result.build_seconds),
         "variables": int(result.variables),

@@ -65,7 +65,8 @@ class SweepPoint:
 
     @property
     def total_ms(self) -> float | None:
-        return self.result.timeline.total_ms if self.result.ok else None
+        timeline = self.result.timeline
+        return timeline.total_ms if self.result.ok and timeline is not None else None
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def sweep_tasks(
     peak = no_remat_peak(graph)
     fixed = graph.device(device).fixed_memory
     methods = list(methods)
-    tasks = []
+    tasks: list[SweepTask] = []
     for fraction in fractions:
         budget = int(fraction * peak)
         variant = graph.with_budgets({device: fixed + budget})
@@ -297,7 +298,8 @@ def _pool_task(task: SweepTask) -> SweepPoint | None:
     _worker_stop.signalled = False  # a signal between two tasks: the parent cancels if it was
     if _worker_stop.shared is not None and _worker_stop.shared.is_set():
         return None  # queued before the cancel: never started, nothing to report
-    return run_task(task, _worker_store, cancel=_worker_stop)
+    # _WorkerStop has the one method a solve calls on its cancel Event, is_set()
+    return run_task(task, _worker_store, cancel=_worker_stop)  # type: ignore[arg-type]
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
