@@ -49,6 +49,7 @@ __all__ = [
     "execute_schedule",
     "measure_group_times",
     "reference_gradients",
+    "run_schedule",
 ]
 
 logger = logging.getLogger(__name__)
@@ -128,19 +129,10 @@ def execute_schedule(
     sized = effective_graph(graph, schedule)
     timeline = check_schedule(sized, schedule)
     mapping = _device_map(torch, [d.name for d in graph.devices], device_map or {})
+    _check_kernels(plan, schedule, mapping)
     model, x = _build(torch, plan, seed)
     reference = reference_gradients(plan, seed, model=model, x=x)
-    runtime = _Runtime(torch, plan, mapping, model, x)
-    torch.manual_seed(seed + 1)
-    op_ms = []
-    with _one_thread(torch, mapping):
-        for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
-            ms = runtime.run_group(op.node, op.device, op.inputs)
-            op_ms.append((t, op.node, op.device, ms, event.recompute))
-            for device, tensor in event.freed:
-                runtime.release(device, tensor)
-            if _last_of_stage(schedule, t, op):
-                runtime.end_stage(schedule.stages[t].keep)
+    runtime, op_ms = run_schedule(torch, plan, schedule, timeline, mapping, model, x, seed)
     grads = runtime.gradients()
     match, error = _compare(torch, grads, reference)
     return ExecutionReport(
@@ -156,6 +148,31 @@ def execute_schedule(
         copy_ms=runtime.copy_ms,
         cuda_peak=runtime.cuda_peaks(),
     )
+
+
+def run_schedule(
+    torch, plan: GroupPlan, schedule: Schedule, timeline, mapping, model, x, seed: int = 0
+) -> tuple[_Runtime, list[tuple[int, str, str, float, bool]]]:
+    """The step itself: every operation of ``schedule`` in order, releasing where ``timeline``
+    (its replay) frees; the runtime (tensors held, peaks, copies) and the per-operation rows.
+
+    Separate from :func:`execute_schedule` so that the device handling can be tested without
+    a GPU: under ``FakeTensorMode`` with ``gpu`` mapped to ``cuda:0``, fake CUDA tensors check
+    every device placement (an op mixing devices raises) with no data and no CUDA.
+    """
+    runtime = _Runtime(torch, plan, mapping, model, x)
+    runtime.reset_cuda_peaks()
+    torch.manual_seed(seed + 1)
+    op_ms = []
+    with _one_thread(torch, mapping):
+        for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
+            ms = runtime.run_group(op.node, op.device, op.inputs)
+            op_ms.append((t, op.node, op.device, ms, event.recompute))
+            for device, tensor in event.freed:
+                runtime.release(device, tensor)
+            if _last_of_stage(schedule, t, op):
+                runtime.end_stage(schedule.stages[t].keep)
+    return runtime, op_ms
 
 
 def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -> dict[str, float]:
@@ -215,7 +232,7 @@ class _Runtime:
                 name: v.to(device) for name, v in zip(placeholders, values, strict=True)
             }
         self.fixed = {  # parameters, buffers and the input (and their views): fixed memory
-            t.untyped_storage().data_ptr() for held in self.inputs.values() for t in held.values()
+            _storage_id(t) for held in self.inputs.values() for t in held.values()
         }
         self.store: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in self.mapping}
         self.finals: dict[str, Any] = {}
@@ -246,7 +263,7 @@ class _Runtime:
                         lambda n: self._resolve(n, env, gid, device, sources),
                     )
                     start = self._clock(device)
-                    env[name] = node.target(*args, **kwargs)
+                    env[name] = node.target(*args, **self._placed(kwargs, device))
                 elapsed += self._clock(device) - start
                 self._measure(device, env)
                 for dead in [k for k in env if last.get(k, -1) <= j and k not in outputs]:
@@ -259,6 +276,12 @@ class _Runtime:
                 self.finals[name] = env[name]
         self._measure(device, {})
         return elapsed
+
+    def _placed(self, kwargs: dict, device: str) -> dict:
+        """A factory op's ``device=`` (captured as ``cpu``) becomes the op's own device."""
+        if kwargs.get("device") is None:
+            return kwargs
+        return {**kwargs, "device": self.mapping[device]}
 
     def _like(self, node, device: str):
         """``empty_like`` / ``zeros_like`` / ``ones_like`` / ``full_like`` from the captured
@@ -290,7 +313,7 @@ class _Runtime:
                 args, kwargs = self.torch.fx.node.map_arg(
                     (node.args, node.kwargs), lambda n: self._resolve(n, env, gid, device, sources)
                 )
-                value = node.target(*args, **kwargs)
+                value = node.target(*args, **self._placed(kwargs, device))
             env[name] = value
             return value
         source = sources.get(owner, device)
@@ -335,6 +358,11 @@ class _Runtime:
             return time.perf_counter() * 1000.0
         return time.thread_time_ns() / 1e6
 
+    def reset_cuda_peaks(self) -> None:
+        """Start ``max_memory_allocated`` afresh on every GPU (the reference step came first)."""
+        for dev in {str(d): d for d in self.mapping.values() if d.type == "cuda"}.values():
+            self.torch.cuda.reset_peak_memory_stats(dev)
+
     def cuda_peaks(self) -> dict[str, int]:
         """``torch.cuda.max_memory_allocated`` per schedule device mapped to a GPU."""
         return {
@@ -374,20 +402,29 @@ class _Runtime:
             env[node.name] = node.target(*args, **kwargs)
             return env[node.name]
 
+        for name, tensor in env.items():  # the last sums may combine gradients of two devices
+            if isinstance(tensor, self.torch.Tensor):
+                env[name] = tensor.to("cpu")
         _, grads = self.output.args[0]
         names = self.plan.capture.param_names
         return {name: value(g).to("cpu") for name, g in zip(names, grads, strict=True)}
 
 
+def _storage_id(tensor) -> int:
+    """The identity of a tensor's storage, shared by its views: the address of the storage
+    object itself (not of its data, which fake tensors do not have)."""
+    return tensor.untyped_storage()._cdata
+
+
 def _storage_bytes(torch, tensors, fixed: set[int]) -> int:
     """Bytes of the distinct storages behind ``tensors`` (views count once), except ``fixed``."""
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[int, int] = {}
     for t in tensors:
         for tensor in t if isinstance(t, list | tuple) else (t,):
             if isinstance(tensor, torch.Tensor):
-                storage = tensor.untyped_storage()
-                if storage.data_ptr() not in fixed:
-                    seen[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
+                key = _storage_id(tensor)
+                if key not in fixed:
+                    seen[key] = tensor.untyped_storage().nbytes()
     return sum(seen.values())
 
 
@@ -432,6 +469,29 @@ def _device_map(torch, devices: list[str], given: Mapping[str, str]) -> dict[str
             )
         mapping[name] = device
     return mapping
+
+
+#: ATen kernels that exist only on the CPU; the capture picks them for its CPU fake tensors.
+_CPU_ONLY = ("_for_cpu", "mkldnn")
+
+
+def _check_kernels(plan: GroupPlan, schedule: Schedule, mapping: Mapping[str, Any]) -> None:
+    """Refuse, before anything runs, an operation on a non-CPU device whose node calls a
+    CPU-only kernel (flash attention for the CPU, oneDNN's LSTM layer)."""
+    groups = {g.id: g for g in plan.groups}
+    nodes = {n.name: n for n in plan.capture.gm.graph.nodes}
+    for _, op in schedule.operations:
+        target = mapping[op.device]
+        if target.type == "cpu":
+            continue
+        for name in groups[op.node].ops:
+            kernel = str(nodes[name].target)
+            if any(mark in kernel for mark in _CPU_ONLY):
+                raise ExecutionError(
+                    f"node {op.node!r} runs on {op.device} ({target}), but its op {kernel} is "
+                    "a CPU-only kernel (the capture is made for the CPU); map that device to "
+                    f"the CPU (--device-map {op.device}=cpu) or schedule the node on the CPU"
+                )
 
 
 def _check_same_nodes(plan: GroupPlan, graph: Graph) -> None:
