@@ -1,4 +1,7 @@
-"""The window builds every view it names: a view that fails to import is an error, not a lost tab."""
+"""The window builds every view it names.
+
+A view that fails to import is an error, not a silently lost tab.
+"""
 
 from __future__ import annotations
 
