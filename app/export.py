@@ -33,9 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from solver.document.atomic import atomic_write_bytes, atomic_write_text
 from solver.document.csvsafe import neutralise_row
-from solver.document.formats import atomic_write_bytes, atomic_write_text, save_schedule
 from solver.document.schedule import Schedule
+from solver.document.schedule_io import save_schedule
 from solver.execution.simulate import Timeline
 
 __all__ = [

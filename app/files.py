@@ -21,7 +21,8 @@ from app.export import export_schedule_json, export_timeline_csv, export_widget
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
 from solver.document.examples import bundled_graphs
-from solver.document.formats import load_graph, load_schedule, save_graph
+from solver.document.graph_io import load_graph, save_graph
+from solver.document.schedule_io import load_schedule
 from solver.editing.edits import empty_graph
 from solver.errors import XEngineError, printable
 

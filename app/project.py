@@ -13,18 +13,11 @@ import os
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from solver.document.formats import (
-    GRAPH_FORMAT,
-    SCHEDULE_FORMAT,
-    graph_from_dict,
-    graph_to_dict,
-    read_json,
-    schedule_from_dict,
-    schedule_to_dict,
-    write_json,
-)
 from solver.document.graph import Graph
+from solver.document.graph_io import GRAPH_FORMAT, graph_from_dict, graph_to_dict
+from solver.document.json_io import read_json, write_json
 from solver.document.schedule import Schedule, SolverInfo
+from solver.document.schedule_io import SCHEDULE_FORMAT, schedule_from_dict, schedule_to_dict
 from solver.document.units import parse_size
 from solver.errors import GraphFormatError
 from solver.execution.simulate import effective_graph, simulate

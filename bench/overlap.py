@@ -34,8 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from solver.document.examples import bundled_graphs  # noqa: E402
-from solver.document.formats import load_graph  # noqa: E402
 from solver.document.graph import Graph  # noqa: E402
+from solver.document.graph_io import load_graph  # noqa: E402
 from solver.execution.concurrent import concurrent_makespan  # noqa: E402
 from solver.optimize.backends import available_backends  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402

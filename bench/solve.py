@@ -108,7 +108,7 @@ def run_case(case: Case, time_limit: float, improve: bool, root: bool = False) -
     """Solve one case in this process; the record the table is printed from."""
     from solver.cli import parse_budget
     from solver.document.examples import bundled_graphs
-    from solver.document.formats import load_graph
+    from solver.document.graph_io import load_graph
     from solver.optimize.solve import SolveOptions, solve_xengine
 
     graph = load_graph(bundled_graphs()[case.graph])

@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from solver.document.examples import bundled_graphs
-from solver.document.formats import load_graph, load_schedule, save_schedule
 from solver.document.graph import Graph
+from solver.document.graph_io import load_graph
 from solver.document.schedule import Schedule
+from solver.document.schedule_io import load_schedule, save_schedule
 from solver.document.units import MAX_SIZE, format_ms, format_size, parse_size
 from solver.errors import XEngineError, printable
 from solver.execution.concurrent import concurrent_makespan

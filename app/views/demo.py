@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from app.document import Document
 from app.theme import apply_theme
 from solver.document.examples import example_path
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.optimize.methods import solve
 
 __all__ = ["demo_document", "run_demo"]

@@ -2,8 +2,10 @@
 
 The graph model (:mod:`solver.document.graph`: operations, tensors, devices, links), schedules
 (:mod:`solver.document.schedule`), sizes and units, training-graph construction, the file formats
-and their safe writing (:mod:`solver.document.formats`, :mod:`solver.document.csvsafe`), and the
-bundled and generated graphs (:mod:`solver.document.examples`, :mod:`solver.document.generators`,
+(:mod:`solver.document.graph_io`, :mod:`solver.document.schedule_io`) with safe JSON
+(:mod:`solver.document.json_io`), atomic saving (:mod:`solver.document.atomic`) and CSV cells
+(:mod:`solver.document.csvsafe`), and the bundled and generated graphs
+(:mod:`solver.document.examples`, :mod:`solver.document.generators`,
 :mod:`solver.document.teaching`). Everything here is data and its validation: nothing replays a
 schedule or runs a solver, so every other package may import from here. The one import the other
 way is the teaching graphs' budgets, taken from the lower bounds in :mod:`solver.optimize.bounds`.

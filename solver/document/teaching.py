@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from solver.document.formats import save_graph
 from solver.document.generators import cpu_gpu_devices
 from solver.document.graph import Edge, Graph, Node, make_graph
+from solver.document.graph_io import save_graph
 from solver.document.training import build_training_graph
 from solver.optimize.bounds import lower_bound, no_remat_peak
 

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from solver.document.formats import graph_to_dict, save_graph
+from solver.document.graph_io import graph_to_dict, save_graph
 from solver.errors import XEngineError
 from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform

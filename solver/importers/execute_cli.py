@@ -19,8 +19,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 
-from solver.document.formats import load_graph, load_schedule
 from solver.document.graph import Graph
+from solver.document.graph_io import load_graph
+from solver.document.schedule_io import load_schedule
 from solver.document.units import format_size
 from solver.errors import XEngineError
 from solver.importers.cli import parse_shape

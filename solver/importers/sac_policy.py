@@ -109,7 +109,7 @@ def random_positions(plan: GroupPlan) -> set[int]:
 
 def write_policy(path, plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = "") -> None:
     """Write :func:`policy_source` to ``path`` atomically."""
-    from solver.document.formats import atomic_write_text
+    from solver.document.atomic import atomic_write_text
 
     atomic_write_text(path, policy_source(plan, graph, schedule, label=label))
 

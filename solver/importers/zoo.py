@@ -17,8 +17,8 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from solver.document.formats import save_graph
 from solver.document.graph import Graph
+from solver.document.graph_io import save_graph
 from solver.importers.torch_fx import import_torch
 from solver.optimize.bounds import no_remat_peak
 

@@ -184,7 +184,7 @@ def aten_graph(name: str):
 
 def write_aten_graphs(out: str | Path) -> list[Path]:
     """Write the bundled ATen graphs into ``out`` (atomically); return the paths."""
-    from solver.document.formats import save_graph
+    from solver.document.graph_io import save_graph
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

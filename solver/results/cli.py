@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from solver.document.formats import atomic_write_text
+from solver.document.atomic import atomic_write_text
 from solver.document.units import format_ms, format_size
 from solver.errors import XEngineError
 from solver.results.store import ResultStore, StoredRow, default_store_path
@@ -70,7 +70,7 @@ def _list(store: ResultStore, args: argparse.Namespace) -> int:
     graph_hash = None
     if args.graph:
         from solver.cli import resolve_graph_path
-        from solver.document.formats import load_graph
+        from solver.document.graph_io import load_graph
         from solver.results.key import graph_hash as content_hash
 
         graph_hash = content_hash(load_graph(resolve_graph_path(args.graph)))

@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from solver.document.formats import schedule_from_dict, schedule_to_dict
 from solver.document.graph import Graph
+from solver.document.schedule_io import schedule_from_dict, schedule_to_dict
 from solver.errors import XEngineError
 from solver.execution.simulate import simulate
 from solver.optimize.solve import SolveOptions, SolveResult

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from solver.document.atomic import atomic_write_text
 from solver.document.csvsafe import neutralise_row
-from solver.document.formats import atomic_write_text
 from solver.document.graph import Graph
 from solver.document.units import format_ms, format_size
 from solver.optimize.bounds import lower_bound

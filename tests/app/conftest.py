@@ -25,8 +25,9 @@ from app.document import Document  # noqa: E402
 from app.main_window import MainWindow  # noqa: E402
 from app.settings import AppSettings  # noqa: E402
 from app.workers import ProcessWorker  # noqa: E402
-from solver.document.formats import load_graph, load_schedule  # noqa: E402
 from solver.document.graph import Graph  # noqa: E402
+from solver.document.graph_io import load_graph  # noqa: E402
+from solver.document.schedule_io import load_schedule  # noqa: E402
 from solver.execution.simulate import simulate  # noqa: E402
 from solver.optimize.solve import SolveResult  # noqa: E402
 from solver.status import SolveStatus  # noqa: E402

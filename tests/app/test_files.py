@@ -13,7 +13,9 @@ import pytest
 from app.dialogs import Choice, FileDialog
 from app.project import SolverSettings
 from solver.document.examples import example_path
-from solver.document.formats import graph_to_dict, read_json, save_schedule, schedule_to_dict
+from solver.document.graph_io import graph_to_dict
+from solver.document.json_io import read_json
+from solver.document.schedule_io import save_schedule, schedule_to_dict
 
 
 def chain_doc() -> dict:

@@ -8,7 +8,7 @@ from app.document import Document
 from app.views.graph_layout import layout_graph
 from app.views.graph_view import GraphView, step_residency
 from solver.document.examples import example_path
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.execution.explain import state_at
 from solver.optimize.methods import solve
 

@@ -17,8 +17,9 @@ from app.project import (
 )
 from app.widgets import exact_size_text
 from solver.document.examples import example_path
-from solver.document.formats import graph_to_dict, load_graph, save_schedule, schedule_to_dict
 from solver.document.generators import unit_chain
+from solver.document.graph_io import graph_to_dict, load_graph
+from solver.document.schedule_io import save_schedule, schedule_to_dict
 from solver.errors import GraphFormatError
 from solver.optimize.methods import solve
 

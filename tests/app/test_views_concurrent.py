@@ -8,7 +8,8 @@ import pytest
 from app.document import Document
 from app.views.concurrent_source import timeline_end
 from app.views.schedule_view import ScheduleView
-from solver.document.formats import graph_from_dict, schedule_from_dict
+from solver.document.graph_io import graph_from_dict
+from solver.document.schedule_io import schedule_from_dict
 from solver.execution.concurrent import concurrent_layout
 from solver.execution.simulate import simulate
 from solver.optimize.solve import SolveResult

@@ -23,7 +23,7 @@ from app.export import (
 from app.theme import colors_for
 from app.views.matrices import MatricesView
 from app.views.schedule_view import ScheduleView
-from solver.document.formats import load_schedule, schedule_from_dict, schedule_to_dict
+from solver.document.schedule_io import load_schedule, schedule_from_dict, schedule_to_dict
 from solver.editing.edits import rename_node
 from solver.execution.simulate import simulate
 

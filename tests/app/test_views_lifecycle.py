@@ -18,8 +18,8 @@ from app.views.memory import MemoryView
 from app.views.schedule_view import ScheduleView
 from app.views.stepper import StepperPanel
 from solver.document.examples import example_path
-from solver.document.formats import load_graph
 from solver.document.generators import unit_chain
+from solver.document.graph_io import load_graph
 
 VIEWS = [
     GanttView,

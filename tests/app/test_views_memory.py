@@ -77,7 +77,7 @@ def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
     """The curve counts activations; the title says so and names the fixed memory too."""
     from app.document import Document
     from solver.document.examples import example_path
-    from solver.document.formats import load_graph
+    from solver.document.graph_io import load_graph
     from solver.optimize.bounds import no_remat_peak
     from solver.optimize.methods import solve
 

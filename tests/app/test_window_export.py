@@ -10,7 +10,7 @@ from PySide6.QtSvg import QSvgRenderer
 
 from app.dialogs import FileDialog
 from app.project import SolverSettings
-from solver.document.formats import load_schedule, schedule_to_dict
+from solver.document.schedule_io import load_schedule, schedule_to_dict
 from solver.execution.simulate import simulate
 
 

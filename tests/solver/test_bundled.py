@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from solver.document.examples import bundled_graphs
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.execution.simulate import check_schedule
 from solver.optimize.bounds import lower_bound, no_remat_peak
 from solver.optimize.methods import solve

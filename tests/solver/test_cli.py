@@ -16,7 +16,8 @@ import pytest
 from test_formats import SPEC_EXAMPLE
 
 from solver.cli import main
-from solver.document.formats import load_graph, load_schedule
+from solver.document.graph_io import load_graph
+from solver.document.schedule_io import load_schedule
 from solver.execution.simulate import check_schedule
 
 ROOT = Path(__file__).resolve().parents[2]

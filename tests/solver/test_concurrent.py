@@ -10,16 +10,11 @@ from test_properties import small_graphs
 
 from solver.cli import main
 from solver.document.examples import bundled_graphs
-from solver.document.formats import (
-    graph_from_dict,
-    load_graph,
-    load_schedule,
-    save_graph,
-    save_schedule,
-)
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Edge, Link, Node, make_graph
+from solver.document.graph_io import graph_from_dict, load_graph, save_graph
 from solver.document.schedule import Operation, Schedule, Stage
+from solver.document.schedule_io import load_schedule, save_schedule
 from solver.document.units import format_ms
 from solver.errors import ScheduleViolation
 from solver.execution.concurrent import concurrent_layout, concurrent_makespan

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from solver.document.examples import example_path
-from solver.document.formats import load_graph
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Node
+from solver.document.graph_io import load_graph
 from solver.editing import device_edits, edits
 from solver.errors import GraphFormatError
 

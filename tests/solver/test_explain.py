@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from solver.document.formats import load_graph, load_schedule
+from solver.document.graph_io import load_graph
 from solver.document.schedule import Operation, Schedule, Stage
+from solver.document.schedule_io import load_schedule
 from solver.execution.explain import (
     COMPUTING,
     FREED,

@@ -10,20 +10,12 @@ from dataclasses import replace
 
 import pytest
 
+from solver.document.atomic import atomic_write_bytes, atomic_write_text
 from solver.document.examples import bundled_graphs
-from solver.document.formats import (
-    atomic_write_bytes,
-    atomic_write_text,
-    graph_from_dict,
-    graph_to_dict,
-    load_graph,
-    load_schedule,
-    save_graph,
-    save_schedule,
-    schedule_from_dict,
-    write_json,
-)
+from solver.document.graph_io import graph_from_dict, graph_to_dict, load_graph, save_graph
+from solver.document.json_io import write_json
 from solver.document.schedule import SolverInfo
+from solver.document.schedule_io import load_schedule, save_schedule, schedule_from_dict
 from solver.document.units import parse_size
 from solver.errors import FileWriteError, GraphFormatError, ScheduleFormatError
 from solver.execution.simulate import check_schedule
@@ -177,15 +169,15 @@ def test_atomic_save_leaves_no_temporary_files_and_keeps_old_file_on_error(tmp_p
     class Boom(Exception):
         pass
 
-    import solver.document.formats as formats
+    import solver.document.json_io as json_io
 
-    original = formats.json.dumps
+    original = json_io.json.dumps
     try:
-        formats.json.dumps = lambda *a, **k: (_ for _ in ()).throw(Boom())
+        json_io.json.dumps = lambda *a, **k: (_ for _ in ()).throw(Boom())
         with pytest.raises(Boom):
             save_graph(graph, target)
     finally:
-        formats.json.dumps = original
+        json_io.json.dumps = original
     assert target.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["g.graph.json"]
     assert json.loads(before)["format"] == "remat-graph"
@@ -263,9 +255,9 @@ def test_read_json_refuses_dev_zero_fifo_and_folder_fast(tmp_path):
 
 
 def test_read_json_caps_the_size(tmp_path, monkeypatch):
-    import solver.document.formats as formats
+    import solver.document.json_io as json_io
 
-    monkeypatch.setattr(formats, "MAX_FILE_BYTES", 1024)
+    monkeypatch.setattr(json_io, "MAX_FILE_BYTES", 1024)
     path = _json_file(tmp_path, json.dumps(dict(SPEC_EXAMPLE, meta={"pad": "x" * 2000})))
     with pytest.raises(GraphFormatError, match=r"x.graph.json: larger than 1.0 KiB; graph and"):
         load_graph(path)
@@ -397,7 +389,7 @@ def test_atomic_write_refuses_a_read_only_file(tmp_path):
 def test_atomic_write_removes_old_crash_leftovers_only(tmp_path):
     import time
 
-    from solver.document.formats import STALE_TEMP_SECONDS
+    from solver.document.atomic import STALE_TEMP_SECONDS
 
     target = tmp_path / "g.graph.json"
     old = tmp_path / ".g.graph.json.ab_cd123.tmp"

@@ -36,7 +36,9 @@ from test_formats import SPEC_EXAMPLE
 
 from solver.cli import main
 from solver.document.examples import bundled_graphs
-from solver.document.formats import graph_from_dict, read_json, schedule_from_dict, schedule_to_dict
+from solver.document.graph_io import graph_from_dict
+from solver.document.json_io import read_json
+from solver.document.schedule_io import schedule_from_dict, schedule_to_dict
 from solver.errors import XEngineError
 from solver.execution.simulate import effective_graph, simulate
 from solver.optimize.methods import solve

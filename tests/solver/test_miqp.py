@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
-from solver.document.formats import graph_from_dict
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Edge, Node, make_graph
+from solver.document.graph_io import graph_from_dict
 from solver.document.training import build_training_graph
 from solver.execution.simulate import check_schedule, simulate
 from solver.optimize.backends import BackendOptions, run_backend

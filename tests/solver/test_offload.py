@@ -7,10 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
-from solver.document.formats import graph_from_dict, schedule_from_dict, schedule_to_dict
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph
+from solver.document.graph_io import graph_from_dict
 from solver.document.schedule import Operation, Schedule, Stage
+from solver.document.schedule_io import schedule_from_dict, schedule_to_dict
 from solver.errors import ScheduleFormatError
 from solver.execution.concurrent import concurrent_layout
 from solver.execution.simulate import check_schedule, simulate

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from test_properties import small_graphs
 
 from solver.cli import main
-from solver.document.formats import graph_from_dict, save_graph
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Edge, Link, Node, make_graph
+from solver.document.graph_io import graph_from_dict, save_graph
 from solver.errors import XEngineError
 from solver.execution.concurrent import concurrent_makespan
 from solver.execution.simulate import check_schedule

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_formats import SPEC_EXAMPLE
 
-from solver.document.formats import graph_from_dict
+from solver.document.graph_io import graph_from_dict
 from solver.errors import GraphFormatError
 from solver.execution.simulate import check_schedule
 from solver.optimize.methods import solve

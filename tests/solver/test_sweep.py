@@ -16,7 +16,7 @@ import pytest
 
 from solver.cli import main
 from solver.document.examples import bundled_graphs
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
 from solver.status import SolveStatus

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from solver.document.examples import bundled_graphs
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
 from solver.status import SolveStatus

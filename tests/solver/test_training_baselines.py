@@ -131,7 +131,7 @@ def test_chen_heterogeneous_beats_the_cpu_when_the_gpu_cannot_hold_every_node():
 
 def test_chen_heterogeneous_repairs_its_placement_until_a_candidate_fits():
     from solver.document.examples import example_path
-    from solver.document.formats import load_graph
+    from solver.document.graph_io import load_graph
     from solver.optimize.greedy import chen_heterogeneous
 
     graph = load_graph(example_path("chain"))  # over the cheapest placement nothing fits

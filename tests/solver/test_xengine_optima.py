@@ -183,7 +183,7 @@ def test_budget_exactly_at_the_lower_bound_is_not_lost_to_memory_scaling():
     # A 16 GiB host next to a tight GPU once coarsened the GPU's memory rows: XEngine then
     # found 9.02 ms where the GPU alone does 4.93 ms. Each device now has its own unit.
     from solver.document.examples import example_path
-    from solver.document.formats import load_graph
+    from solver.document.graph_io import load_graph
     from solver.optimize.bounds import lower_bound
 
     graph = load_graph(example_path("chain"))

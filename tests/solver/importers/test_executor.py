@@ -11,7 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solver.document.formats import load_graph, save_graph, save_schedule  # noqa: E402
+from solver.document.graph_io import load_graph, save_graph  # noqa: E402
+from solver.document.schedule_io import save_schedule  # noqa: E402
 from solver.importers import executor  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
 from solver.importers.aten_groups import plan_groups  # noqa: E402

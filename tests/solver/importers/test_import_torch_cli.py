@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.importers.cli import import_torch_command
 
 SPEC = "solver.importers.zoo_models:ResNet18"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from solver.document.formats import load_graph
+from solver.document.graph_io import load_graph
 from solver.importers.zoo import BUNDLED, file_stem, write_zoo
 from solver.optimize.bounds import no_remat_peak
 
