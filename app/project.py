@@ -22,7 +22,7 @@ from solver.document.units import parse_size
 from solver.errors import GraphFormatError
 from solver.execution.simulate import effective_graph, simulate
 from solver.optimize.backends import available_backends
-from solver.optimize.solve import SolveResult
+from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
 
 __all__ = [
@@ -61,6 +61,12 @@ class SolverSettings:
         if not (math.isfinite(self.gap_rel) and self.gap_rel >= 0):
             fixes["gap_rel"] = default.gap_rel
         return replace(self, **fixes)
+
+    def solve_options(self) -> SolveOptions:
+        """The options every solve of the window uses (Solve, auto-solve, comparison, sweep)."""
+        return SolveOptions(
+            backend=self.backend, time_limit_s=self.time_limit_s, gap_rel=self.gap_rel
+        )
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.document import Document
 from app.solve_process import ProvisionalSchedule
-from app.store_lookup import options_from, remember_result, stored_result
+from app.store_lookup import remember_result, stored_result
+from app.tasks import CurrentTask
 from app.workers import ProcessWorker, SolveRequest, SolveWorker
-from solver.optimize.solve import SolveOptions, SolveResult
+from solver.optimize.solve import SolveResult
 from solver.status import Progress, SolveStatus
 
 __all__ = ["SolveController", "format_objective"]
@@ -65,7 +66,10 @@ class SolveController(QObject):
         super().__init__(parent)
         self._document = document
         self._ids = itertools.count(1)
-        self._current: SolveWorker | None = None
+        self._solve = CurrentTask(self)
+        self._solve.item.connect(self._on_solve_item)
+        self._solve.finished.connect(self._on_solve_finished)
+        self._solve.failed.connect(self._on_solve_failed)
         self._pending: list[Progress] = []
         self._provisional: ProvisionalSchedule | None = None
         self._closed = False
@@ -83,16 +87,18 @@ class SolveController(QObject):
     # ----- state --------------------------------------------------------------------------------
     @property
     def is_running(self) -> bool:
-        return self._current is not None
+        return self._solve.running
 
     @property
     def current_worker(self) -> SolveWorker | None:
         """The worker of the solve on display, if one runs."""
-        return self._current
+        worker = self._solve.task
+        return worker if isinstance(worker, SolveWorker) else None
 
     @property
     def current_request(self) -> SolveRequest | None:
-        return self._current.request if self._current is not None else None
+        worker = self.current_worker
+        return worker.request if worker is not None else None
 
     def blocker(self) -> str | None:
         """Why Solve cannot run now, or ``None`` when it can."""
@@ -115,18 +121,12 @@ class SolveController(QObject):
             request_id=next(self._ids),
             graph=document.graph,
             method=settings.method,
-            options=SolveOptions(
-                backend=settings.backend,
-                time_limit_s=settings.time_limit_s,
-                gap_rel=settings.gap_rel,
-            ),
+            options=settings.solve_options(),
             key=document.result_key(),
         )
         worker = SolveWorker(request)
-        worker.signals.progress.connect(lambda p, w=worker: self._on_worker_progress(w, p))
+        # every finished solve is cached and stored, also one that is no longer current
         worker.signals.finished.connect(lambda r, w=worker: self._on_worker_finished(w, r))
-        worker.signals.failed.connect(lambda m, w=worker: self._on_worker_failed(w, m))
-        self._current = worker
         self._pending = []
         self._provisional = None
         # A full collection walks every object of the window (80 ms on ResNet-50, measured
@@ -134,7 +134,7 @@ class SolveController(QObject):
         # What is alive now (graph, views, results) moves out of its reach, as run() does at
         # startup; only cycles among these objects would wait for the process to end.
         gc.freeze()
-        worker.start()
+        self._solve.start_worker(worker)
         logger.info("solve %d started: %s", request.request_id, request.method)
         self._flush_timer.start()
         self.started.emit(request)
@@ -143,15 +143,16 @@ class SolveController(QObject):
 
     def cancel(self) -> None:
         """Stop the current solve; its incumbent (if any) still arrives as the result."""
-        if self._current is not None:
-            self._current.cancel()
+        task = self._solve.task
+        if task is not None:
+            task.cancel()  # still current: its result arrives and is shown
 
     def shutdown(self, timeout_ms: int = 30_000) -> bool:
         """Cancel every solve and background task, then wait for the threads (window close)."""
         self._closed = True  # late signals of our workers are ignored from now on
         self._auto_timer.stop()
         self._flush_timer.stop()
-        self._current = None
+        self._solve.forget()
         ProcessWorker.cancel_all()  # our solves, and the views' comparisons and sweeps
         done = QThreadPool.globalInstance().waitForDone(timeout_ms)
         if not done:
@@ -159,15 +160,11 @@ class SolveController(QObject):
         return done
 
     def _drop_current(self) -> None:
-        if self._current is not None:
-            self._current.cancel()  # its late result is cached if it is worth caching
-            self._current = None
+        if self._solve.cancel():  # its late result is still cached if it is worth caching
             self.running_changed.emit(False)
 
     # ----- worker -> GUI ------------------------------------------------------------------------
-    def _on_worker_progress(self, worker: SolveWorker, item: object) -> None:
-        if worker is not self._current or self._closed:
-            return
+    def _on_solve_item(self, worker: SolveWorker, item: object) -> None:
         if isinstance(item, ProvisionalSchedule):
             self._provisional = item  # only the latest is worth drawing
         else:
@@ -180,11 +177,10 @@ class SolveController(QObject):
             self._document.cache_result(worker.request.key, result)
         request = worker.request
         remember_result(request.graph, request.method, request.options, result)
-        if worker is not self._current:
-            return
+
+    def _on_solve_finished(self, worker: SolveWorker, result: SolveResult) -> None:
         self._provisional = None  # the final result replaces it
-        self._on_flush_timer_timeout()
-        self._current = None
+        self._flush_progress(None)
         self._flush_timer.stop()
         logger.info(
             "solve %d finished: %s %s", worker.request.request_id, result.status.value,
@@ -194,10 +190,7 @@ class SolveController(QObject):
         self.finished.emit(result)
         self.running_changed.emit(False)
 
-    def _on_worker_failed(self, worker: SolveWorker, message: str) -> None:
-        if worker is not self._current or self._closed:
-            return
-        self._current = None
+    def _on_solve_failed(self, worker: SolveWorker, message: str) -> None:
         self._flush_timer.stop()
         self._provisional = None
         if self._document.is_provisional:
@@ -206,12 +199,15 @@ class SolveController(QObject):
         self.running_changed.emit(False)
 
     def _on_flush_timer_timeout(self) -> None:
+        self._flush_progress(self.current_request)
+
+    def _flush_progress(self, request: SolveRequest | None) -> None:
+        """Hand out the batched reports, and the latest incumbent of ``request`` if given."""
         if self._pending:
             batch, self._pending = self._pending, []
             self.progressed.emit(batch)
-        if self._provisional is not None and self._current is not None:
+        if self._provisional is not None and request is not None:
             found, self._provisional = self._provisional, None
-            request = self._current.request
             if request.key != self._document.result_key():
                 return  # the budgets or the graph moved on since the solve started
             self._document.set_result(
@@ -243,7 +239,7 @@ class SolveController(QObject):
         QTimer.singleShot(0, self, self._on_graph_settled)
 
     def _on_graph_settled(self) -> None:
-        if self._closed or self._current is not None or self._document.result is not None:
+        if self._closed or self._solve.running or self._document.result is not None:
             return
         stored = self._stored_result()
         if stored is not None:
@@ -259,7 +255,7 @@ class SolveController(QObject):
         if document.graph is None or not document.graph.nodes or self._closed:
             return None
         settings = document.settings
-        found = stored_result(document.graph, settings.method, options_from(settings))
+        found = stored_result(document.graph, settings.method, settings.solve_options())
         if found is None:
             return None
         if not found.final:

@@ -30,7 +30,6 @@ from solver.sweeps.sweep import SweepPoint, SweepTask, default_jobs, run_task
 __all__ = [
     "StoredAnswer",
     "current_store",
-    "options_from",
     "stored_result",
     "remember_result",
     "SweepRunner",
@@ -62,13 +61,6 @@ def current_store(timeout_s: float | None = None) -> ResultStore | None:
     if path is None:
         return None
     return ResultStore(path) if timeout_s is None else ResultStore(path, timeout_s, retries=1)
-
-
-def options_from(settings) -> SolveOptions:
-    """The solve options of the window's solver settings (as the Solve button uses them)."""
-    return SolveOptions(
-        backend=settings.backend, time_limit_s=settings.time_limit_s, gap_rel=settings.gap_rel
-    )
 
 
 def stored_result(graph: Graph, method: str, options: SolveOptions) -> StoredAnswer | None:

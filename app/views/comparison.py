@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
+from app.tasks import CurrentTask
 from app.theme import colors_for, style_plot
 from app.views.plotting import configure_plot, install_export_action
 from app.workers import ProcessWorker
@@ -100,7 +101,10 @@ class ComparisonView(QWidget):
         self._options = options
         self._methods: list[str] = []
         self._results: list[SolveResult] = []
-        self._task: ProcessWorker | None = None
+        self._task = CurrentTask(self)
+        self._task.item.connect(self._on_task_item)
+        self._task.finished.connect(self._on_task_finished)
+        self._task.failed.connect(self._on_task_failed)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
@@ -114,7 +118,7 @@ class ComparisonView(QWidget):
 
     @property
     def running(self) -> bool:
-        return self._task is not None
+        return self._task.running
 
     @property
     def status_text(self) -> str:
@@ -134,22 +138,16 @@ class ComparisonView(QWidget):
         self.cancel()
         self._methods = list(methods) if methods is not None else default_methods(graph)
         self._results = []
-        options = self._solve_options()
+        options = self._options or self._document.settings.solve_options()
         chosen = list(self._methods)
-        task = ProcessWorker(functools.partial(compare, graph, options, chosen), "comparison")
-        task.signals.progress.connect(functools.partial(self._on_task_item, task))
-        task.signals.finished.connect(functools.partial(self._on_task_finished, task))
-        task.signals.failed.connect(functools.partial(self._on_task_failed, task))
-        self._task = task
-        task.start()
+        job = functools.partial(compare, graph, options, chosen)
+        self._task.start_worker(ProcessWorker(job, "comparison"))
         self._status.setText(f"Comparing {len(chosen)} methods on {html.escape(graph.name)}…")
         self._redraw()
 
     def cancel(self) -> None:
         """Stop the running comparison; the results so far stay."""
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        if self._task.cancel():
             self._status.setText("Cancelled.")
             self._redraw_controls()
 
@@ -232,21 +230,15 @@ class ComparisonView(QWidget):
         self._select_displayed_row()
 
     def _on_task_item(self, task: ProcessWorker, result: SolveResult) -> None:
-        if task is not self._task:
-            return
         self._results.append(result)
         self._redraw()
 
     def _on_task_finished(self, task: ProcessWorker, comparison: Comparison) -> None:
-        if task is not self._task:
-            return
-        self._task = None
         self._results = list(comparison.results)
         document = self._document
-        if hasattr(document, "cache_result"):  # other views can then compare with them
-            budgets = tuple(sorted(document.budgets.items()))
-            for result in self._results:
-                document.cache_result((document.structure_token, result.method, budgets), result)
+        budgets = tuple(sorted(document.budgets.items()))  # other views can compare with them
+        for result in self._results:
+            document.cache_result((document.structure_token, result.method, budgets), result)
         best = comparison.best_single_device
         xengine = next((r for r in self._results if r.method == "xengine"), None)
         speedup = comparison.speedup(xengine) if xengine is not None else None
@@ -261,9 +253,6 @@ class ComparisonView(QWidget):
         self.comparison_finished.emit(comparison)
 
     def _on_task_failed(self, task: ProcessWorker, message: str) -> None:
-        if task is not self._task:
-            return
-        self._task = None
         self._status.setText(f"Comparison failed: {html.escape(message)}")
         self._redraw()
 
@@ -278,22 +267,12 @@ class ComparisonView(QWidget):
     def _go_stale(self, message: str) -> None:
         """Drop the results; say why only if there was something to drop (not on a fresh
         window or a freshly opened graph, where nothing had been compared yet)."""
-        had_something = bool(self._results) or self._task is not None
+        had_something = bool(self._results) or self._task.running
         self.cancel()
         self._results = []
         self._methods = []
         self._status.setText(message if had_something else "")
         self._redraw()
-
-    def _solve_options(self) -> SolveOptions:
-        if self._options is not None:
-            return self._options
-        settings = getattr(self._document, "settings", None)
-        if settings is None:
-            return SolveOptions()
-        return SolveOptions(
-            backend=settings.backend, time_limit_s=settings.time_limit_s, gap_rel=settings.gap_rel
-        )
 
     def _redraw(self) -> None:
         self._redraw_controls()
@@ -302,8 +281,8 @@ class ComparisonView(QWidget):
         self._select_displayed_row()
 
     def _redraw_controls(self) -> None:
-        self._run.setEnabled(self._document.graph is not None and self._task is None)
-        self._stop.setEnabled(self._task is not None)
+        self._run.setEnabled(self._document.graph is not None and not self._task.running)
+        self._stop.setEnabled(self._task.running)
         self._progress.setRange(0, max(len(self._methods), 1))
         self._progress.setValue(len(self._results))
         if not self._methods and not self._status.text():
@@ -385,7 +364,7 @@ class ComparisonView(QWidget):
                 continue
             result = self._results[j] if j < len(self._results) else None
             if result is None:
-                text = "running…" if self._task is not None else ""
+                text = "running…" if self._task.running else ""
             elif not result.ok:
                 text = result.status.value
             else:

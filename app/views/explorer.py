@@ -8,7 +8,6 @@ curves part is where heterogeneity pays. Clicking a point puts its schedule on d
 
 from __future__ import annotations
 
-import functools
 import logging
 
 import numpy as np
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 from app.commands import SetBudgetCommand
 from app.document import Document
 from app.store_lookup import SweepRunner
+from app.tasks import CurrentTask
 from app.theme import colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
 from solver.document.graph import Graph
@@ -84,7 +84,10 @@ class ExplorerView(QWidget):
         self._points: list[SweepPoint] = []
         self._expected = 0
         self._swept = ""
-        self._task: SweepRunner | None = None
+        self._task = CurrentTask(self)
+        self._task.item.connect(self._on_task_item)
+        self._task.finished.connect(self._on_task_finished)
+        self._task.failed.connect(self._on_task_failed)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
@@ -103,7 +106,7 @@ class ExplorerView(QWidget):
 
     @property
     def running(self) -> bool:
-        return self._task is not None
+        return self._task.running
 
     @property
     def scatter(self) -> dict[str, pg.ScatterPlotItem]:
@@ -121,19 +124,15 @@ class ExplorerView(QWidget):
         with QSignalBlocker(self._device):
             self._device.setCurrentText(device)
         fractions = sweep_fractions(graph, device, steps)
-        options = self._solve_options()
+        options = self._options or self._document.settings.solve_options()
         self._points = []
         self._expected = len(fractions) * len(SERIES)
         self._swept = device
         # stored points arrive at once, the others from parallel solves (app.store_lookup)
         tasks = sweep_tasks(graph, device, fractions, tuple(SERIES), options)
         task = SweepRunner(tasks, None, self)
-        task.point.connect(functools.partial(self._on_task_item, task))
-        task.finished.connect(functools.partial(self._on_task_finished, task))
-        task.failed.connect(functools.partial(self._on_task_failed, task))
         task.finished.connect(task.deleteLater)
-        self._task = task
-        task.start()
+        self._task.start(task, task.point, task.finished, task.failed)
         stored = f" ({task.from_store} from the result store)" if task.from_store else ""
         if task.shorter:
             stored += f"; {task.shorter} stored with a shorter time limit are solved again"
@@ -142,9 +141,7 @@ class ExplorerView(QWidget):
 
     def cancel(self) -> None:
         """Stop the sweep; the points so far stay."""
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
+        if self._task.cancel():
             self._status.setText(f"Cancelled after {len(self._points)} solves.")
             self._redraw_controls()
 
@@ -247,14 +244,10 @@ class ExplorerView(QWidget):
         self._redraw_apply()
 
     def _on_task_item(self, task: SweepRunner, point: SweepPoint) -> None:
-        if task is self._task:
-            self._points.append(point)
-            self._redraw()
+        self._points.append(point)
+        self._redraw()
 
     def _on_task_finished(self, task: SweepRunner, points: list[SweepPoint]) -> None:
-        if task is not self._task:
-            return
-        self._task = None
         self._points = list(points)
         bad = sum(p.total_ms is None for p in points)
         stored = sum(p.from_store for p in points)
@@ -268,10 +261,8 @@ class ExplorerView(QWidget):
         self.sweep_finished.emit(list(points))
 
     def _on_task_failed(self, task: SweepRunner, message: str) -> None:
-        if task is self._task:
-            self._task = None
-            self._status.setText(f"Sweep failed: {message}")
-            self._redraw()
+        self._status.setText(f"Sweep failed: {message}")
+        self._redraw()
 
     def _on_scatter_clicked(self, _item, points, _event=None) -> None:
         if len(points):
@@ -323,16 +314,6 @@ class ExplorerView(QWidget):
             self._apply.setText(f"Apply this budget ({text})")
 
     # ----- drawing ----------------------------------------------------------------------------
-    def _solve_options(self) -> SolveOptions:
-        if self._options is not None:
-            return self._options
-        settings = getattr(self._document, "settings", None)
-        if settings is None:
-            return SolveOptions()
-        return SolveOptions(
-            backend=settings.backend, time_limit_s=settings.time_limit_s, gap_rel=settings.gap_rel
-        )
-
     def _fill_devices(self) -> None:
         graph = self._document.graph
         names = [d.name for d in graph.devices] if graph is not None else []
@@ -389,11 +370,11 @@ class ExplorerView(QWidget):
 
     def _redraw_controls(self) -> None:
         has_graph = self._document.graph is not None
-        self._run.setEnabled(has_graph and self._task is None)
-        self._stop.setEnabled(self._task is not None)
+        self._run.setEnabled(has_graph and not self._task.running)
+        self._stop.setEnabled(self._task.running)
         self._progress.setRange(0, max(self._expected, 1))
         self._progress.setValue(len(self._points))
-        if not self._points and self._task is None and not self._status.text():
+        if not self._points and not self._task.running and not self._status.text():
             self._status.setText("Choose a device and press Sweep.")
 
     def _redraw_marks(self) -> None:
