@@ -1,8 +1,11 @@
 """The window's actions, menus and toolbar, built in one place so the window stays small.
 
 Actions only call intents on the document, the file controller or the solve controller; they
-hold no state. Undo/redo come from the document's ``QUndoStack`` (its texts show in the Edit
-menu). Shortcuts follow the platform (Ctrl+Z / Ctrl+Shift+Z, F5 to solve).
+hold no state. Actions whose work belongs to the window itself (export the view on display,
+theme, layout, tour, about, quit, auto-solve) are created here unconnected and handed out in
+:class:`WindowActions`; the window connects them (``MainWindow._connect_actions``), so nothing
+here calls back into its owner. Undo/redo come from the document's ``QUndoStack`` (its texts
+show in the Edit menu). Shortcuts follow the platform (Ctrl+Z / Ctrl+Shift+Z, F5 to solve).
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu, QStyle, QToolBar
 
 from app.commands import AddNodeCommand, BuildTrainingGraphCommand, DeleteCommand
-from app.dialogs import FileDialog
-from app.export import export_chrome_trace
 from solver.document.examples import bundled_graphs
 
 if TYPE_CHECKING:
@@ -54,9 +55,14 @@ class WindowActions:
     recent_menu: QMenu
     examples_menu: QMenu
     export_menu: QMenu
+    themes: dict[str, QAction]
+    """The View > Theme choices by theme name (checkable, exclusive)."""
+    reset_layout: QAction
+    show_tour: QAction
+    about: QAction
 
 
-def _action(window: MainWindow, text: str, slot, shortcut=None, tip: str = "", icon=None):
+def _action(window: MainWindow, text: str, slot=None, shortcut=None, tip: str = "", icon=None):
     action = QAction(text, window)
     if icon is not None:
         action.setIcon(window.style().standardIcon(icon))
@@ -65,7 +71,8 @@ def _action(window: MainWindow, text: str, slot, shortcut=None, tip: str = "", i
     if tip:
         action.setToolTip(tip)
         action.setStatusTip(tip)
-    action.triggered.connect(lambda *_: slot())
+    if slot is not None:
+        action.triggered.connect(lambda *_: slot())
     return action
 
 
@@ -90,18 +97,17 @@ def build_actions(window: MainWindow) -> WindowActions:
                                 tip="Show a schedule file for this graph"),
         export_graph=_action(window, "&Export Graph\u2026", files.export_graph,
                              tip="Write the graph alone, for the command line"),
-        export_png=_action(window, "View as &PNG\u2026", lambda: window.export_view("png"),
+        export_png=_action(window, "View as &PNG\u2026",
                            tip="The schedule view on display, as an image"),
-        export_svg=_action(window, "View as &SVG\u2026", lambda: window.export_view("svg"),
+        export_svg=_action(window, "View as &SVG\u2026",
                            tip="The schedule view on display, as a vector drawing"),
         export_schedule=_action(window, "Schedule as &JSON\u2026", files.export_schedule,
                                 tip="The schedule file of the result on display"),
         export_timeline=_action(window, "Timeline as &CSV\u2026", files.export_timeline,
                                 tip="Every operation and transfer of the result, one per row"),
-        export_trace=_action(window, "Timeline as Chrome &Trace\u2026",
-                             lambda: export_trace(window),
+        export_trace=_action(window, "Timeline as Chrome &Trace\u2026", files.export_trace,
                              tip="Open it in Perfetto (ui.perfetto.dev) or chrome://tracing"),
-        quit=_action(window, "&Quit", window.close, keys.Quit),
+        quit=_action(window, "&Quit", shortcut=keys.Quit),
         undo=undo,
         redo=redo,
         add_node=_action(window, "Add &Node", lambda: doc.edit(AddNodeCommand), "Ins",
@@ -120,14 +126,22 @@ def build_actions(window: MainWindow) -> WindowActions:
         recent_menu=QMenu("Open &Recent", window),
         examples_menu=QMenu("E&xamples", window),
         export_menu=QMenu("Expor&t", window),
+        themes={name: _theme_action(window, name) for name in ("light", "dark")},
+        reset_layout=_action(window, "Reset &Layout"),
+        show_tour=_action(window, "Show &Tour"),
+        about=_action(window, "&About XEngine Studio"),
     )  # fmt: skip
     doc.result_changed.connect(lambda: _enable_trace(window, actions))
     _enable_trace(window, actions)
     actions.auto_solve.setToolTip("Solve again when a budget slider settles")
-    actions.auto_solve.toggled.connect(window.set_auto_solve)
     _build_menus(window, actions)
     _build_toolbar(window, actions)
     return actions
+
+
+def _theme_action(window: MainWindow, name: str) -> QAction:
+    action = QAction(name.capitalize(), window, checkable=True, checked=name == "light")
+    return action
 
 
 def _delete_selection(window: MainWindow) -> None:
@@ -178,14 +192,11 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
             view.addAction(concurrent)
     theme = view.addMenu("&Theme")
     group = QActionGroup(window)
-    for name in ("light", "dark"):
-        action = theme.addAction(name.capitalize())
-        action.setCheckable(True)
-        action.setChecked(name == "light")
+    for action in a.themes.values():
         group.addAction(action)
-        action.triggered.connect(lambda *_, n=name: window.set_theme(n))
+        theme.addAction(action)
     view.addSeparator()
-    view.addAction("Reset &Layout").triggered.connect(window.reset_layout)
+    view.addAction(a.reset_layout)
     step = bar.addMenu("S&tep")
     for action in window.stepper.step_actions.values():
         # anywhere in the window, not only in the panel; text fields still get their keys
@@ -194,8 +205,7 @@ def _build_menus(window: MainWindow, a: WindowActions) -> None:
         window.addAction(action)
         step.addAction(action)
     help_menu = bar.addMenu("&Help")
-    help_menu.addAction("Show &Tour").triggered.connect(window.tour.start)
-    help_menu.addAction("&About XEngine Studio").triggered.connect(window.show_about)
+    help_menu.addActions([a.show_tour, a.about])
 
 
 def _fill_recent(window: MainWindow, menu: QMenu) -> None:
@@ -234,31 +244,6 @@ def _build_toolbar(window: MainWindow, a: WindowActions) -> None:
     bar.addSeparator()
     bar.addActions([a.solve, a.cancel])
     window.addToolBar(bar)
-    window.graph_view.add_edit_actions([a.add_node, a.delete, a.build_training])
-
-
-def export_trace(window: MainWindow) -> bool:
-    """Write the timeline on display as a Chrome trace JSON (File > Export)."""
-    result = window.document.result
-    if result is None or result.timeline is None:
-        return False
-    graph = window.document.graph
-    name = (graph.name if graph is not None else "schedule").replace(" ", "_") or "schedule"
-    path = FileDialog.save_path(
-        window,
-        "Export Chrome trace",
-        os.path.join(window.settings.last_dir(), f"{name}.trace.json"),
-        "Chrome trace (*.json);;All files (*)",
-    )
-    if not path:
-        return False
-    try:
-        export_chrome_trace(result.timeline, path, name)
-    except OSError as exc:
-        window.statusBar().showMessage(f"Could not write {os.path.basename(path)}: {exc}", 8000)
-        return False
-    window.statusBar().showMessage(f"Exported {os.path.basename(path)}", 8000)
-    return True
 
 
 def _enable_trace(window: MainWindow, actions: WindowActions) -> None:

@@ -17,7 +17,12 @@ from PySide6.QtWidgets import QWidget
 from app.commands import ReplaceGraphCommand
 from app.dialogs import Choice, ErrorDialog, FileDialog, UnsavedChangesDialog
 from app.document import Document
-from app.export import export_schedule_json, export_timeline_csv, export_widget
+from app.export import (
+    export_chrome_trace,
+    export_schedule_json,
+    export_timeline_csv,
+    export_widget,
+)
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
 from solver.document.examples import bundled_graphs
@@ -39,6 +44,7 @@ GRAPH_FILTERS = "Graphs (*.graph.json *.json);;All files (*)"
 SCHEDULE_FILTERS = "Schedules (*.schedule.json *.json);;All files (*)"
 IMAGE_FILTERS = {"png": "PNG images (*.png)", "svg": "SVG drawings (*.svg)"}
 CSV_FILTERS = "CSV tables (*.csv);;All files (*)"
+TRACE_FILTERS = "Chrome trace (*.json);;All files (*)"
 
 
 class FileController(QObject):
@@ -210,6 +216,18 @@ class FileController(QObject):
         return self._export(
             "Export timeline", ".timeline.csv", CSV_FILTERS,
             lambda path: export_timeline_csv(result.timeline, path),
+        )  # fmt: skip
+
+    def export_trace(self) -> bool:
+        """Write the result's timeline as a Chrome trace (Perfetto, chrome://tracing)."""
+        result = self._document.result
+        if result is None or result.timeline is None:
+            return False
+        graph = self._document.graph
+        name = (graph.name if graph is not None else "schedule").replace(" ", "_") or "schedule"
+        return self._export(
+            "Export Chrome trace", ".trace.json", TRACE_FILTERS,
+            lambda path: export_chrome_trace(result.timeline, path, name),
         )  # fmt: skip
 
     def _export(self, caption: str, suffix: str, filters: str, write) -> bool:

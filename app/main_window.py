@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.result_label)
         self.tour = Tour(self)
         self.window_actions = build_actions(self)
+        self._connect_actions()
         self.execute_action = ExecuteAction(self)
         self._default_state = self.saveState()
         self._connect()
@@ -158,6 +159,19 @@ class MainWindow(QMainWindow):
         self.controller.failed.connect(self._on_controller_failed)
         self.controller.notice.connect(self._show_message)  # e.g. a result from the store
         self._on_controller_running_changed(False)
+
+    def _connect_actions(self) -> None:
+        a = self.window_actions
+        a.export_png.triggered.connect(lambda: self.export_view("png"))
+        a.export_svg.triggered.connect(lambda: self.export_view("svg"))
+        a.quit.triggered.connect(self.close)
+        a.auto_solve.toggled.connect(self.set_auto_solve)
+        for name, action in a.themes.items():
+            action.triggered.connect(lambda *_, n=name: self.set_theme(n))
+        a.reset_layout.triggered.connect(self.reset_layout)
+        a.show_tour.triggered.connect(self.tour.start)
+        a.about.triggered.connect(self.show_about)
+        self.graph_view.add_edit_actions([a.add_node, a.delete, a.build_training])
 
     def _restore_layout(self) -> None:
         geometry, state = self.settings.window_state()

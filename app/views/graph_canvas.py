@@ -1,23 +1,22 @@
-"""The zoomable canvas of the graph editor: it turns mouse gestures into requests.
+"""The zoomable canvas of the graph editor: it turns mouse gestures into request signals.
 
 Press on a node and release on the same node: a click (select). Drag from a node onto another:
 connect. Drag the background: pan; wheel: zoom; double-click the background: add a node. The
-canvas never edits anything itself; it calls its :class:`~app.views.graph_view.GraphView`.
+canvas never edits anything and knows nothing of its owner: like NodeGraphQt's viewer, it emits
+a signal per request (``node_clicked``, ``connect_requested``, ...) and the owner
+(:class:`~app.views.graph_view.GraphView`) connects the ones it serves.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QApplication, QGraphicsLineItem, QGraphicsView
+from PySide6.QtWidgets import QApplication, QGraphicsLineItem, QGraphicsView, QWidget
 
 from app.theme import colors_for
 from app.views.graph_items import EdgeItem, NodeItem
-
-if TYPE_CHECKING:
-    from app.views.graph_view import GraphView
 
 __all__ = ["GraphCanvas", "MAX_FIT_SCALE"]
 
@@ -26,15 +25,29 @@ MAX_FIT_SCALE = 1.5
 
 
 class GraphCanvas(QGraphicsView):
-    """The zoomable scene; turns mouse gestures into calls on its :class:`GraphView`."""
+    """The zoomable scene; turns mouse gestures into request signals (see module docstring).
+
+    ``overlay`` (set by the owner) paints over the scene in viewport coordinates, e.g. a legend.
+    """
 
     moved = Signal()
     """The visible area changed (scroll, zoom, fit, resize): the minimap follows."""
+    node_clicked = Signal(str)
+    """A node (or collapsed block) was clicked: its drawn id."""
+    edge_clicked = Signal(object)
+    """The background was clicked: the ``(source, target)`` of the edge there, or ``None``."""
+    connect_requested = Signal(str, str)
+    """A drag from one node was dropped on another: ``(source, target)``."""
+    add_node_requested = Signal(QPointF)
+    """The background was double-clicked at this scene position."""
+    context_menu_requested = Signal(object, object, QPoint)
+    """A context menu is wanted: the node item or ``None``, the edge item or ``None``, and the
+    global position."""
 
-    def __init__(self, view: GraphView):
-        super().__init__(view)
-        self._view = view
-        self._press: tuple[str | None, QPointF] | None = None
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.overlay: Callable[[QPainter, QRect], None] | None = None
+        self._press: tuple[NodeItem | None, QPointF] | None = None
         self._connect_line: QGraphicsLineItem | None = None
         self._drop: NodeItem | None = None
         self.auto_fit = True
@@ -98,7 +111,7 @@ class GraphCanvas(QGraphicsView):
             super().mousePressEvent(event)
             return
         node = self._node_at(event.position().toPoint())
-        self._press = (node.node_id if node else None, event.position())
+        self._press = (node, event.position())
         if node is None and self._edge_at(event.position().toPoint()) is None:
             self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
             self.auto_fit = False
@@ -112,7 +125,7 @@ class GraphCanvas(QGraphicsView):
         moved = (event.position() - press[1]).manhattanLength()
         if self._connect_line is None and moved < QApplication.startDragDistance():
             return
-        source = self._view.nodes[press[0]]
+        source = press[0]
         end = self.mapToScene(event.position().toPoint())
         if self._connect_line is None:
             pen = QPen(QColor(colors_for(self).transfer), 1.6, Qt.PenStyle.DashLine)
@@ -141,31 +154,33 @@ class GraphCanvas(QGraphicsView):
             drop, self._drop = self._drop, None
             if drop is not None:
                 drop.set_drop_target(False)
-                self._view.request_connect(press[0], drop.node_id)
+                self.connect_requested.emit(press[0].node_id, drop.node_id)
             return
         if press[0] is not None:
-            self._view.click_node(press[0])
+            self.node_clicked.emit(press[0].node_id)
             return
         super().mouseReleaseEvent(event)
         self.setDragMode(QGraphicsView.DragMode.NoDrag)
         if moved < QApplication.startDragDistance():
             edge = self._edge_at(event.position().toPoint())
-            self._view.click_edge(edge.key if edge else None)
+            self.edge_clicked.emit(edge.key if edge else None)
 
     def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 - Qt override
         point = event.position().toPoint()
         if self._node_at(point) is None:
             self.auto_fit = False  # the new node stays under the mouse, not re-fitted away
-            self._view.request_add_node(self.mapToScene(point))
+            self.add_node_requested.emit(self.mapToScene(point))
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self._view.show_context_menu(
+        self.context_menu_requested.emit(
             self._node_at(event.pos()), self._edge_at(event.pos()), event.globalPos()
         )
 
     # ----- overlay ------------------------------------------------------------------------------
     def drawForeground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802
+        if self.overlay is None:
+            return
         painter.save()
         painter.resetTransform()
-        self._view.paint_overlay(painter, self.viewport().rect())
+        self.overlay(painter, self.viewport().rect())
         painter.restore()

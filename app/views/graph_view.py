@@ -111,6 +111,12 @@ class GraphView(QWidget):
         self.scene = QGraphicsScene(self)
         self.canvas = GraphCanvas(self)
         self.canvas.setScene(self.scene)
+        self.canvas.overlay = self.paint_overlay
+        self.canvas.node_clicked.connect(self.click_node)
+        self.canvas.edge_clicked.connect(self.click_edge)
+        self.canvas.connect_requested.connect(self.request_connect)
+        self.canvas.add_node_requested.connect(self.request_add_node)
+        self.canvas.context_menu_requested.connect(self.show_context_menu)
         self.toolbar = QToolBar()
         self.toolbar.setIconSize(self.toolbar.iconSize() * 0.8)
         self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)

@@ -170,3 +170,46 @@ def test_graph_view_collapses_blocks_of_a_big_network_and_expands_on_click(qtbot
     assert len(view.nodes) == 73 - 1 + 4
     view.collapse_action.setChecked(False)
     assert len(view.nodes) == 145
+
+
+def test_graph_canvas_emits_requests_and_needs_no_owner(qtbot, qapp):
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QGraphicsScene
+
+    from app.theme import colors_for
+    from app.views.graph_canvas import GraphCanvas
+    from app.views.graph_items import NodeItem
+    from solver.document.graph import Node
+
+    canvas = GraphCanvas()  # no GraphView: the canvas only emits signals
+    scene = QGraphicsScene(canvas)
+    canvas.setScene(scene)
+    colors = colors_for(canvas)
+    for name, x in (("a", 0.0), ("b", 200.0)):
+        item = NodeItem(Node(name, 1, {"cpu": 1.0}), 40.0, colors)
+        item.setPos(QPointF(x, 0.0))
+        scene.addItem(item)
+    qtbot.addWidget(canvas)
+    canvas.resize(500, 300)
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    canvas.fit()
+    seen: list = []
+    canvas.node_clicked.connect(lambda n: seen.append(("node", n)))
+    canvas.edge_clicked.connect(lambda e: seen.append(("edge", e)))
+    canvas.connect_requested.connect(lambda s, t: seen.append(("connect", s, t)))
+    canvas.add_node_requested.connect(lambda at: seen.append(("add", round(at.y()))))
+
+    def at(x: float) -> QPoint:
+        return canvas.mapFromScene(QPointF(x, 0.0))
+
+    QTest.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at(0.0))
+    QTest.mousePress(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at(0.0))
+    QTest.mouseMove(canvas.viewport(), at(200.0))
+    QTest.mouseRelease(canvas.viewport(), Qt.MouseButton.LeftButton, pos=at(200.0))
+    background = canvas.mapFromScene(QPointF(100.0, 100.0))
+    assert canvas.items(background) == []
+    QTest.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=background)
+    QTest.mouseDClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=background)
+    assert seen[:4] == [("node", "a"), ("connect", "a", "b"), ("edge", None), ("add", 100)]
