@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
+from app.panels.live_range import time_range, value_range
 from app.project import SolverSettings
 from app.solving import SolveController, format_objective
 from app.theme import colors_for
@@ -120,6 +121,10 @@ class SolverPanel(QWidget):
             # no "(x0.001)" scale suffix: the label says the unit and the ticks are plain numbers
             item.getAxis(side).enableAutoSIPrefix(False)
         item.showGrid(x=True, y=True, alpha=0.25)
+        # ranges set by live_range, in steps: auto range redrew both axes on every batch
+        item.disableAutoRange()
+        self._x_range: tuple[float, float] | None = None
+        self._y_range: tuple[float, float] | None = None
         colors = colors_for(self)
         self.incumbent_curve = item.plot([], [], pen=colors.pen(colors.kinds["forward"], 2))
         self.bound_curve = item.plot([], [], pen=colors.pen(colors.muted, 1.5, dashed=True))
@@ -181,6 +186,7 @@ class SolverPanel(QWidget):
         self._times, self._incumbents, self._bounds = [], [], []
         self.incumbent_curve.setData([], [])
         self.bound_curve.setData([], [])
+        self._x_range = self._y_range = None
         self.log.clear()
 
     @property
@@ -280,6 +286,7 @@ class SolverPanel(QWidget):
             x = np.asarray(self._times)
             self.incumbent_curve.setData(x, np.asarray(self._incumbents), connect="finite")
             self.bound_curve.setData(x, np.asarray(self._bounds), connect="finite")
+            self._follow_ranges()
         last = batch[-1]
         parts = [f"{last.elapsed_s:.1f} s"]
         if last.incumbent is not None:
@@ -289,6 +296,18 @@ class SolverPanel(QWidget):
         if last.gap is not None:
             parts.append(f"gap {100 * last.gap:.2g} %")
         self._show_status("Solving\u2026 " + " \u00b7 ".join(parts))
+
+    def _follow_ranges(self) -> None:
+        """Grow the live plot's ranges in steps (``app.panels.live_range``)."""
+        x_range = time_range(self._x_range, self._times[-1])
+        values = np.concatenate([np.asarray(self._incumbents), np.asarray(self._bounds)])
+        y_range = value_range(self._y_range, values)
+        if x_range != self._x_range:
+            self._x_range = x_range
+            self.plot.setXRange(*x_range, padding=0.0)
+        if y_range is not None and y_range != self._y_range:
+            self._y_range = y_range
+            self.plot.setYRange(*y_range, padding=0.0)
 
     def _on_controller_finished(self, result: SolveResult) -> None:
         for line in result.log_tail[-3:] if not self.log.toPlainText() else ():

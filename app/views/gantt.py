@@ -95,6 +95,10 @@ class GanttView(QWidget):
         self._matches: list[str] = []
         self._range: tuple[float, float] | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
+        # a new result is drawn in an event of its own, coalesced (see _on_document_result_changed)
+        self._stale = False
+        self._result_timer = QTimer(self, singleShot=True, interval=0)
+        self._result_timer.timeout.connect(self._apply_result)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.result_changed.connect(self._on_document_result_changed)
@@ -108,32 +112,43 @@ class GanttView(QWidget):
     @property
     def plot(self) -> pg.PlotItem:
         """The plot, for x-linking other views to it."""
+        self.flush()
         return self._plot
 
     @property
     def summary_text(self) -> str:
         """The one-line summary above the chart (rich text)."""
+        self.flush()
         return self._header.text()
 
     @property
     def lanes(self) -> tuple[str, ...]:
         """Lane names from top to bottom: devices and ``"src → dst"`` links."""
+        self.flush()
         return self._table.lanes
 
     @property
     def overview(self) -> OverviewStrip:
         """The overview strip under the chart."""
+        self.flush()
         return self._overview
 
     @property
     def flows(self) -> pg.PlotCurveItem:
         """The flow arrows' line segments (x, y in pairs: copy end -> consumer start)."""
+        self.flush()
         return self._flow_lines
 
     @property
     def range_text(self) -> str:
         """The busy/idle totals of the selected range (plain text), or ``""``."""
+        self.flush()
         return self._range_label.text()
+
+    def flush(self) -> None:
+        """Draw a result that arrived but waits for its own event, now (before reading)."""
+        if self._stale:
+            self._apply_result()
 
     def set_timeline_source(self, source: Callable[[Document], Timeline | None] | None) -> None:
         """Draw ``source(document)`` instead of ``document.timeline`` (``None``: back to it)."""
@@ -173,6 +188,7 @@ class GanttView(QWidget):
 
     def select_range(self, t0: float | None, t1: float | None = None) -> None:
         """Measure ``[t0, t1]`` (ms): outline it and total busy/idle time per lane (None clears)."""
+        self.flush()
         if t0 is None or t1 is None or t1 <= t0:
             self._range = None
             self._region.setVisible(False)
@@ -186,15 +202,18 @@ class GanttView(QWidget):
 
     def busy_in_range(self, lane: str, t0: float, t1: float) -> float:
         """Milliseconds lane ``lane`` is busy within ``[t0, t1]``."""
+        self.flush()
         return self._table.busy(lane, t0, t1)
 
     def layer(self, name: str) -> pg.BarGraphItem:
         """The bar item of one layer: a node kind (first computations), ``"recompute:<kind>"``,
         ``"transfer"``, ``"selection"`` or ``"cursor"``."""
+        self.flush()
         return self._layers[name]
 
     def bar_at(self, time: float, lane: float, tolerance: float = 0.0) -> Bar | None:
         """The bar under ``(time, lane)`` in plot coordinates, if any."""
+        self.flush()
         return self._table.bar_at(time, lane, tolerance)
 
     def tooltip_at(self, time: float, lane: float, tolerance: float = 0.0) -> str:
@@ -204,6 +223,7 @@ class GanttView(QWidget):
 
     def reset_view(self) -> None:
         """Show the whole schedule."""
+        self.flush()
         timeline = self.timeline()
         end = timeline_end(timeline)
         self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
@@ -213,6 +233,7 @@ class GanttView(QWidget):
     @contextlib.contextmanager
     def export_context(self, kind: str) -> Iterator[None]:
         """For an SVG export, draw the recomputations' hatching as lines (``app.export``)."""
+        self.flush()
         if kind != "svg":
             yield
             return
@@ -328,6 +349,15 @@ class GanttView(QWidget):
         self._on_document_result_changed()
 
     def _on_document_result_changed(self) -> None:
+        """Redraw in an event of its own: the document's other listeners (memory, stepper,
+        graph...) and this redraw then each stay short, a burst of results (incumbents, a
+        slider drag) is drawn once, and reading the view (:meth:`flush`) still sees it."""
+        self._stale = True
+        self._result_timer.start()
+
+    def _apply_result(self) -> None:
+        self._result_timer.stop()
+        self._stale = False
         self._reasons.clear()
         # a provisional incumbent replacing another keeps a zoom the user chose; anything else
         # (a new answer, a new graph, an unzoomed view) starts from the whole schedule
@@ -454,6 +484,8 @@ class GanttView(QWidget):
         self._overview.set_bars(x0, width, lane, len(self._table.lanes), end)
 
     def _redraw_flows(self, *_: object) -> None:
+        if self._stale:
+            return  # the pending redraw draws it
         timeline = self.timeline()
         show = self._show_flows.isChecked() and timeline is not None
         only = None
@@ -464,14 +496,20 @@ class GanttView(QWidget):
         self._flow_tips.setData(tip_x, tip_y)
 
     def _redraw_hover(self) -> None:
+        if self._stale:
+            return  # the pending redraw draws it
         bars = self._table.bars_of(self._document.hovered)
         self._layers.set_bars("hover", [(b.start, b.end, b.lane) for b in bars])
 
     def _redraw_selection(self) -> None:
+        if self._stale:
+            return  # the pending redraw draws it
         bars = self._table.bars_of(self._document.selection)
         self._layers.set_bars("selection", [(b.start, b.end, b.lane) for b in bars])
 
     def _redraw_cursor(self) -> None:
+        if self._stale:
+            return  # the pending redraw draws it
         op = self._document.cursor_op
         timeline = self.timeline()
         spans = []

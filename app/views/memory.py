@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QCursor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
@@ -74,6 +74,11 @@ class MemoryView(QWidget):
         self._link: pg.PlotItem | None = None
         self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._build_items()
+        # graph, budget and result changes are drawn in an event of their own, coalesced: a
+        # slider drag or a burst of incumbents is drawn once, apart from the other views
+        self._stale = False
+        self._redraw_timer = QTimer(self, singleShot=True, interval=0)
+        self._redraw_timer.timeout.connect(self._redraw)
         document.graph_changed.connect(self._on_document_graph_changed)
         document.budgets_changed.connect(self._on_document_budgets_changed)
         document.result_changed.connect(self._on_document_result_changed)
@@ -93,31 +98,43 @@ class MemoryView(QWidget):
 
     def offloaded_curve(self, device: str) -> pg.PlotDataItem:
         """The band of bytes held on ``device`` as offloading copies."""
+        self.flush()
         return self._plots[device].offloaded
 
     def plot(self, device: str) -> pg.PlotItem:
         """The plot of ``device``."""
+        self.flush()
         return self._plots[device].plot
 
     def curve(self, device: str) -> pg.PlotDataItem:
         """The memory step curve of ``device`` (x in ms, y in :meth:`unit` units)."""
+        self.flush()
         return self._plots[device].curve
 
     def unit(self, device: str) -> tuple[str, int]:
         """The y unit of ``device``'s plot: ``(name, bytes per unit)``."""
+        self.flush()
         return self._plots[device].unit, self._plots[device].scale
 
     def budget_line(self, device: str) -> pg.InfiniteLine:
         """The horizontal budget line of ``device``."""
+        self.flush()
         return self._plots[device].budget
 
     def selected_curve(self, device: str) -> pg.PlotDataItem:
         """The hatched share of the selected tensor on ``device`` (same units as the curve)."""
+        self.flush()
         return self._plots[device].selected
 
     def cursor_line(self, device: str) -> pg.InfiniteLine:
         """The vertical step-cursor line on ``device``'s plot."""
+        self.flush()
         return self._plots[device].cursor
+
+    def flush(self) -> None:
+        """Draw a change that waits for its own event, now (before reading the plots)."""
+        if self._stale:
+            self._redraw()
 
     def link_x(self, plot: pg.PlotItem) -> None:
         """Keep every device plot's time axis in step with ``plot`` (e.g. the Gantt's)."""
@@ -127,6 +144,7 @@ class MemoryView(QWidget):
 
     def title(self, device: str) -> str:
         """The title above ``device``'s plot (plain text)."""
+        self.flush()
         return html.unescape(self._plots[device].plot.titleLabel.text)
 
     def title_text(self, device: str, peak: int, budget: int, off_scale: bool) -> str:
@@ -229,15 +247,21 @@ class MemoryView(QWidget):
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:
-        self._redraw()
+        self._redraw_later()
 
     def _on_document_budgets_changed(self) -> None:
-        self._redraw()
+        self._redraw_later()
 
     def _on_document_result_changed(self) -> None:
-        self._redraw()
+        self._redraw_later()
+
+    def _redraw_later(self) -> None:
+        self._stale = True
+        self._redraw_timer.start()
 
     def _on_document_selection_changed(self) -> None:
+        if self._stale:
+            return  # the pending redraw draws it
         for item in self._plots.values():
             self._draw_selected(item)
 
@@ -255,6 +279,8 @@ class MemoryView(QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
+        self._redraw_timer.stop()
+        self._stale = False
         self._ensure_plots()
         timeline = self.timeline()
         for item in self._plots.values():

@@ -16,6 +16,7 @@ MODULES = [
     "app.views.tensor_bands",
     "app.views.graph_blocks",
     "app.views.timeline_nav",
+    "app.panels.live_range",
 ]
 
 
