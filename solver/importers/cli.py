@@ -20,6 +20,7 @@ from solver.document.graph_io import graph_to_dict, save_graph
 from solver.errors import XEngineError
 from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
+from solver.importers.usage import OneLineParser
 
 __all__ = ["import_torch_command", "parse_shape"]
 
@@ -44,7 +45,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="main.py import-torch",
         description="Import a PyTorch nn.Module as a training graph.",
     )

@@ -26,6 +26,7 @@ from solver.document.units import format_size
 from solver.errors import XEngineError
 from solver.importers.cli import parse_shape
 from solver.importers.hardware import DEVICES, LINKS, make_platform
+from solver.importers.usage import OneLineParser
 
 __all__ = ["execute_command", "parse_device_map"]
 
@@ -50,7 +51,7 @@ def parse_device_map(text: str) -> dict[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="main.py execute",
         description="Run one training step of a PyTorch model by a schedule and measure it.",
     )

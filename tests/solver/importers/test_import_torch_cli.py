@@ -52,7 +52,38 @@ def test_import_torch_command_bad_input_is_one_line_and_exit_2(argv, message, ca
 
 def test_import_torch_command_bad_shape_is_a_usage_error(capsys):
     assert import_torch_command([SPEC, "--input", "32xfoo"]) == 2
-    assert "is not a shape" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "main.py import-torch: error: argument --input: '32xfoo' is not a shape; write "
+        "positive sizes joined by 'x', e.g. 32x3x224x224; see main.py import-torch --help\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "the following arguments are required: spec, --input"),
+        ([SPEC], "the following arguments are required: --input"),
+        ([SPEC, "--input", "2x3", "--bogus"], "unrecognized arguments: --bogus"),
+        ([SPEC, "--input", "2x3", "--level", "block"], "argument --level: invalid choice"),
+    ],
+)
+def test_import_torch_command_usage_errors_are_one_line(argv, message, capsys):
+    """The CLI contract: exit 2 and one line naming the problem and --help, no usage block."""
+    assert import_torch_command(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("main.py import-torch: error: ") and message in err
+    assert err.endswith("; see main.py import-torch --help\n") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv", [[], [SPEC, "--input", "2x3"], [SPEC, "--input", "2x3", "--schedule", "s", "--x"]]
+)
+def test_execute_command_usage_errors_are_one_line(argv, capsys):
+    from solver.importers.execute_cli import execute_command
+
+    assert execute_command(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("main.py execute: error: ") and err.count("\n") == 1
 
 
 def test_import_torch_command_help_exits_0(capsys):
