@@ -133,7 +133,7 @@ def build_actions(window: MainWindow) -> WindowActions:
     )  # fmt: skip
     doc.result_changed.connect(lambda: _enable_trace(window, actions))
     _enable_trace(window, actions)
-    actions.auto_solve.setToolTip("Solve again when a budget slider settles")
+    actions.auto_solve.setToolTip("Solve again when a memory limit slider settles")
     _build_menus(window, actions)
     _build_toolbar(window, actions)
     return actions

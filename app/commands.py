@@ -33,7 +33,7 @@ __all__ = [
     "SetEdgeTransferCommand",
     "BuildTrainingGraphCommand",
     "ReplaceGraphCommand",
-    "SetBudgetCommand",
+    "SetMemoryLimitCommand",
     "AddDeviceCommand",
     "RemoveDeviceCommand",
     "RenameDeviceCommand",
@@ -189,11 +189,11 @@ class ReplaceGraphCommand(GraphCommand):
         super().__init__(document, graph, text, None)
 
 
-class SetBudgetCommand(QUndoCommand):
-    """Set one device's memory (bytes).
+class SetMemoryLimitCommand(QUndoCommand):
+    """Set one device's memory limit (bytes, fixed memory included).
 
-    A slider drag previews budgets live through ``document.set_budgets`` and pushes one of these
-    on release with ``old`` = the value at the press, so the drag is one undo entry.
+    A slider drag previews memory limits live through ``document.set_memory_limits`` and pushes
+    one of these on release with ``old`` = the value at the press, so the drag is one undo entry.
     """
 
     def __init__(self, document: Document, device: str, memory: int, old: int | None = None):
@@ -209,10 +209,10 @@ class SetBudgetCommand(QUndoCommand):
         self._old = int(graph.device(device).memory if old is None else old)
 
     def redo(self) -> None:
-        self._document.set_budgets({self._device: self._new})
+        self._document.set_memory_limits({self._device: self._new})
 
     def undo(self) -> None:
-        self._document.set_budgets({self._device: self._old})
+        self._document.set_memory_limits({self._device: self._old})
 
 
 class AddDeviceCommand(GraphCommand):

@@ -46,7 +46,7 @@ class Document(QObject):
 
     graph_changed = Signal()
     """The graph was replaced or edited (results may be stale)."""
-    budgets_changed = Signal()
+    memory_limits_changed = Signal()
     """A device budget changed."""
     result_changed = Signal()
     """A new result (or none) is on display."""
@@ -97,15 +97,15 @@ class Document(QObject):
         self._replace_graph(graph, next(_tokens), None, None, None)
 
     @property
-    def budgets(self) -> dict[str, int]:
+    def memory_limits(self) -> dict[str, int]:
         """Device memory in bytes by device name."""
         return {d.name: d.memory for d in self._graph.devices} if self._graph else {}
 
-    def set_budgets(self, budgets: Mapping[str, int]) -> None:
-        if self._graph is None or dict(budgets) == {k: self.budgets[k] for k in budgets}:
+    def set_memory_limits(self, limits: Mapping[str, int]) -> None:
+        if self._graph is None or dict(limits) == {k: self.memory_limits[k] for k in limits}:
             return
-        self._graph = self._graph.with_budgets(budgets)
-        self.budgets_changed.emit()
+        self._graph = self._graph.with_memory_limits(limits)
+        self.memory_limits_changed.emit()
 
     @property
     def structure_token(self) -> int:
@@ -299,7 +299,7 @@ class Document(QObject):
         result = self._result
         if result is None or result.schedule is None or self._graph is None:
             return result is None
-        return dict(result.schedule.budgets) == self.budgets
+        return dict(result.schedule.memory_limits) == self.memory_limits
 
     # ----- files -------------------------------------------------------------------------------
     @property
@@ -335,7 +335,7 @@ class Document(QObject):
         self.set_result(result)
         if result is not None and result.schedule is not None and result.ok:
             method = result.schedule.solver.method if result.schedule.solver else result.method
-            key = (self._token, method, tuple(sorted(result.schedule.budgets.items())))
+            key = (self._token, method, tuple(sorted(result.schedule.memory_limits.items())))
             self.cache_result(key, result)
         self.undo_stack.setClean()
 

@@ -139,7 +139,7 @@ def project_from_dict(doc: Any, path: str | os.PathLike | None = None) -> Projec
         sizes = {name: parse_size(value) for name, value in budgets.items()}
     except ValueError as exc:
         raise GraphFormatError(str(exc), path=where, where="budgets") from None
-    graph = graph.with_budgets(sizes)
+    graph = graph.with_memory_limits(sizes)
     settings = _settings_from_dict(doc.get("solver") or {}, where)
     result = None
     if doc.get("schedule") is not None:

@@ -45,7 +45,7 @@ def format_objective(value: float | None) -> str:
 class SolveController(QObject):
     """Starts, cancels and reports solves of ``document`` (see module docstring).
 
-    Listens to ``budgets_changed``, ``graph_changed`` and ``settings_changed`` (show a cached
+    Listens to ``memory_limits_changed``, ``graph_changed`` and ``settings_changed`` (show a cached
     result; auto-solve). Writes ``document.set_result`` and ``document.cache_result``.
     """
 
@@ -80,7 +80,7 @@ class SolveController(QObject):
         self._auto_timer.setSingleShot(True)
         self._auto_timer.setInterval(AUTO_SOLVE_DELAY_MS)
         self._auto_timer.timeout.connect(self._on_auto_timer_timeout)
-        document.budgets_changed.connect(self._on_document_setting_changed)
+        document.memory_limits_changed.connect(self._on_document_setting_changed)
         document.settings_changed.connect(self._on_document_setting_changed)
         document.graph_changed.connect(self._on_document_graph_changed)
 

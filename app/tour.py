@@ -36,22 +36,22 @@ TOUR = (
         "graph",
     ),
     TourCard(
-        "Devices and budgets",
-        "Each slider sets a device's memory. Its red mark is the lower bound (below it the "
+        "Devices and memory limits",
+        "Each slider sets a device's memory limit. Its red mark is the lower bound (below it the "
         "device cannot run every node alone), the green one the peak without recomputation.",
         "devices",
     ),
     TourCard(
         "Solve",
-        "Solve finds the fastest schedule that fits the budgets: XEngine recomputes tensors and "
-        "moves work between devices. Its best schedule so far is drawn while it runs.",
+        "Solve finds the fastest schedule that fits the memory limits: XEngine recomputes "
+        "tensors and moves work between devices. Its best schedule so far is drawn while it runs.",
         "solver",
     ),
     TourCard(
         "The schedule",
         "The Gantt chart shows what ran where and when (W/S zoom, A/D pan, Shift+drag "
-        "measures); the memory plots show each device against its budget. More views are "
-        "in the tabs: memory per tensor, R/S matrices, the comparison and the trade-off.",
+        "measures); the memory plots show each device against its activation budget. More views "
+        "are in the tabs: memory per tensor, R/S matrices, the comparison and the trade-off.",
         "schedule",
     ),
     TourCard(

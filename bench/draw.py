@@ -178,7 +178,7 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
     graph = window.document.graph
     gpu = next(d for d in graph.devices if d.kind == "gpu")
     budget = gpu.fixed_memory + int(percent / 100 * no_remat_peak(graph))
-    window.document.set_budgets({gpu.name: budget})
+    window.document.set_memory_limits({gpu.name: budget})
     window.document.set_settings(
         replace(window.document.settings, backend=solver, time_limit_s=limit)
     )

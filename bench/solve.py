@@ -116,7 +116,7 @@ def run_case(case: Case, time_limit: float, improve: bool, root: bool = False) -
         graph = graph.with_devices([case.only])
     device = "gpu" if "gpu" in graph.device_index else graph.devices[0].name
     name, budget = parse_budget(graph, f"{device}={case.percent}%")
-    graph = graph.with_budgets({name: budget})
+    graph = graph.with_memory_limits({name: budget})
     events: list[tuple[float, float]] = []
     started = time.perf_counter()
 

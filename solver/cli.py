@@ -107,7 +107,7 @@ def _load(path_text: str, budgets: Sequence[str]) -> Graph:
     for note in graph.notes:
         print(printable(f"note: {note}"), file=sys.stderr)
     overrides = dict(parse_budget(graph, b) for b in budgets)
-    return graph.with_budgets(overrides) if overrides else graph
+    return graph.with_memory_limits(overrides) if overrides else graph
 
 
 def _options(args: argparse.Namespace) -> SolveOptions:
@@ -229,7 +229,7 @@ def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> No
         ms = sum(tr.end - tr.start for tr in offloads)
         print(f"offload    {len(offloads)} copies kept on another device, {format_ms(ms)}")
     for device, peak in t.peaks.items():
-        budget = t.budgets[device]
+        budget = t.activation_budgets[device]
         share = f" ({peak / budget:.0%})" if budget else ""
         print(f"memory     {device}: peak {format_size(peak)} of {format_size(budget)}{share}")
     print(
@@ -289,9 +289,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"{len(timeline.transfers)} transfers"
         )
         for device, peak in timeline.peaks.items():
-            print(
-                f"  {device}: peak {format_size(peak)} of {format_size(timeline.budgets[device])}"
-            )
+            budget = timeline.activation_budgets[device]
+            print(f"  {device}: peak {format_size(peak)} of {format_size(budget)}")
     else:
         print(printable(f"invalid: {timeline.violation}"), file=sys.stderr)
     return EXIT_OK if timeline.valid else EXIT_NO_SCHEDULE

@@ -3,7 +3,7 @@
 Each row shows where the budget sits between the two landmarks of spec/model.md §4: below
 ``lower_bound(graph, device)`` that device cannot run all its nodes, at ``no_remat_peak(graph)``
 nothing needs recomputing. A slider drag previews budgets live and is one undo entry (pushed on
-release). Listens to ``graph_changed`` (rebuild) and ``budgets_changed`` (update values).
+release). Listens to ``graph_changed`` (rebuild) and ``memory_limits_changed`` (update values).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from app.commands import (
     AddDeviceCommand,
     RemoveDeviceCommand,
     RenameDeviceCommand,
-    SetBudgetCommand,
     SetLinkCommand,
+    SetMemoryLimitCommand,
 )
 from app.document import Document
 from app.widgets import MarkedSlider, SizeEdit, exact_size_text
@@ -129,16 +129,18 @@ class DeviceRow(QFrame):
             self.slider.setValue(self._to_slider(device.memory))
         self.size_edit.set_value(device.memory)
         self.landmarks_label.setVisible(peak > 0)
-        self.landmarks_label.setText(landmarks_text(device.budget, device.fixed_memory, low, peak))
-        self.percent_label.setText(_percent_text(device.budget, low, peak))
+        self.landmarks_label.setText(
+            landmarks_text(device.activation_budget, device.fixed_memory, low, peak)
+        )
+        self.percent_label.setText(_percent_text(device.activation_budget, low, peak))
         note = below_bound_note(graph, self.device_name) if peak > 0 else ""
         self.note_label.setText(note)
         self.note_label.setVisible(bool(note))
         self.size_edit.setToolTip(
             f"Device memory, in total: {device.memory:,} bytes"
             + (
-                f" ({format_size(device.fixed_memory)} fixed + {format_size(device.budget)} "
-                "for activations)"
+                f" ({format_size(device.fixed_memory)} fixed + "
+                f"{format_size(device.activation_budget)} for activations)"
                 if device.fixed_memory
                 else ""
             )
@@ -156,23 +158,25 @@ class DeviceRow(QFrame):
 
     # ----- widgets -> document ----------------------------------------------------------------
     def _on_slider_pressed(self) -> None:
-        self._press_memory = self._document.budgets.get(self.device_name)
+        self._press_memory = self._document.memory_limits.get(self.device_name)
 
     def _on_slider_value_changed(self, value: int) -> None:
         memory = self._from_slider(value)
         if self.slider.isSliderDown():
-            self._document.set_budgets({self.device_name: memory})  # live preview, no undo yet
+            self._document.set_memory_limits(
+                {self.device_name: memory}
+            )  # live preview, no undo yet
         else:
-            self._document.edit(SetBudgetCommand, self.device_name, memory)
+            self._document.edit(SetMemoryLimitCommand, self.device_name, memory)
 
     def _on_slider_released(self) -> None:
         old, self._press_memory = self._press_memory, None
         memory = self._from_slider(self.slider.value())
         if old is not None and old != memory:
-            self._document.edit(SetBudgetCommand, self.device_name, memory, old)
+            self._document.edit(SetMemoryLimitCommand, self.device_name, memory, old)
 
     def _on_size_edit_committed(self, memory: int) -> None:
-        self._document.edit(SetBudgetCommand, self.device_name, memory)
+        self._document.edit(SetMemoryLimitCommand, self.device_name, memory)
 
     def _on_name_edit_finished(self) -> None:
         new = self.name_edit.text().strip()
@@ -194,11 +198,13 @@ def below_bound_note(graph: Graph, device: str) -> str:
     showing a red warning.
     """
     low = lower_bound(graph, device)
-    budget = graph.device(device).budget
+    budget = graph.device(device).activation_budget
     if budget >= low:
         return ""
     helpers = [
-        d.name for d in graph.devices if d.name != device and d.budget >= lower_bound(graph, d.name)
+        d.name
+        for d in graph.devices
+        if d.name != device and d.activation_budget >= lower_bound(graph, d.name)
     ]
     alone = (
         f"{device} alone cannot run every node: some node needs {format_size(low)} of "
@@ -247,8 +253,8 @@ def _percent_text(budget: int, low: int, peak: int) -> str:
 class DevicesPanel(QScrollArea):
     """All device rows, an Add button and the link table.
 
-    Listens to ``document.graph_changed`` and ``document.budgets_changed``; edits go through
-    undo commands (``SetBudgetCommand``, ``RenameDeviceCommand``, ``SetLinkCommand``...).
+    Listens to ``document.graph_changed`` and ``document.memory_limits_changed``; edits go through
+    undo commands (``SetMemoryLimitCommand``, ``RenameDeviceCommand``, ``SetLinkCommand``...).
     """
 
     def __init__(self, document: Document, parent: QWidget | None = None):
@@ -284,7 +290,7 @@ class DevicesPanel(QScrollArea):
         layout.addStretch(1)
         self.setWidget(body)
         document.graph_changed.connect(self._on_document_graph_changed)
-        document.budgets_changed.connect(self._on_document_budgets_changed)
+        document.memory_limits_changed.connect(self._on_document_memory_limits_changed)
         self._on_document_graph_changed()
 
     def _on_document_graph_changed(self) -> None:
@@ -294,7 +300,7 @@ class DevicesPanel(QScrollArea):
             self._rebuild_rows(graph)
             self._shape = shape
         self._fill_links(graph)
-        self._on_document_budgets_changed()
+        self._on_document_memory_limits_changed()
         self.add_button.setEnabled(graph is not None)
 
     def _rebuild_rows(self, graph: Graph | None) -> None:
@@ -307,7 +313,7 @@ class DevicesPanel(QScrollArea):
             self._rows_box.addWidget(row)
             self.rows[device.name] = row
 
-    def _on_document_budgets_changed(self) -> None:
+    def _on_document_memory_limits_changed(self) -> None:
         graph = self._document.graph
         if graph is None:
             return

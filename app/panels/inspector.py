@@ -314,7 +314,7 @@ class InspectorPanel(QScrollArea):
         document.selection_changed.connect(self._on_document_selection_moved)
         document.edge_selection_changed.connect(self._on_document_selection_moved)
         document.graph_changed.connect(self._on_document_changed)
-        document.budgets_changed.connect(self._on_document_changed)
+        document.memory_limits_changed.connect(self._on_document_changed)
         document.selection_changed.connect(self._on_document_changed)
         document.edge_selection_changed.connect(self._on_document_changed)
         self._on_document_changed()

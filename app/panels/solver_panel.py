@@ -103,7 +103,7 @@ class SolverPanel(QWidget):
         self.time_limit_box = QDoubleSpinBox(decimals=0, minimum=1, maximum=86_400, suffix=" s")
         self.gap_box = QDoubleSpinBox(decimals=3, minimum=0, maximum=50, suffix=" %")
         self.gap_box.setSingleStep(0.1)
-        self.auto_box = QCheckBox("Auto-solve when a budget settles")
+        self.auto_box = QCheckBox("Auto-solve when a memory limit settles")
         self.solve_button = QPushButton("Solve")
         self.solve_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -255,7 +255,7 @@ class SolverPanel(QWidget):
         self.objective_label.setText(f"<b>{format_objective(result.objective)}</b>")
         text = html.escape(status_text(result))
         if not self._document.is_result_current():
-            text += " <i>(for other budgets)</i>"
+            text += " <i>(for other memory limits)</i>"
         if result.ok:
             self._show_status(text)
         else:

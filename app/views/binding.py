@@ -38,7 +38,7 @@ def binding_constraints(
     found = []
     for device, curve in timeline.memory.items():
         used, _ = curve.at(op.start)
-        budget = timeline.budgets.get(device, 0)
+        budget = timeline.activation_budgets.get(device, 0)
         if budget and used >= AT_LIMIT * budget:
             found.append(
                 f"{device} is at its limit: {format_size(used)} of its {format_size(budget)} "

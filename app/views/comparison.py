@@ -82,7 +82,7 @@ def method_label(method: str, graph: Graph | None = None) -> str:
 class ComparisonView(QWidget):
     """Table and bar chart of :func:`solver.optimize.methods.compare` for the document's graph.
 
-    Listens to ``graph_changed`` and ``budgets_changed`` (results become stale and a running
+    Listens to ``graph_changed`` and ``memory_limits_changed`` (results become stale and a running
     comparison is cancelled) and ``result_changed`` (the row on display is selected). Writes
     ``document.set_result`` when a row with a schedule is selected.
     """
@@ -107,7 +107,7 @@ class ComparisonView(QWidget):
         self._task.failed.connect(self._on_task_failed)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
-        document.budgets_changed.connect(self._on_document_budgets_changed)
+        document.memory_limits_changed.connect(self._on_document_memory_limits_changed)
         document.result_changed.connect(self._on_document_result_changed)
         self._redraw()
 
@@ -223,8 +223,8 @@ class ComparisonView(QWidget):
     def _on_document_graph_changed(self) -> None:
         self._go_stale("The graph changed: compare again.")
 
-    def _on_document_budgets_changed(self) -> None:
-        self._go_stale("The budgets changed: compare again.")
+    def _on_document_memory_limits_changed(self) -> None:
+        self._go_stale("The memory limits changed: compare again.")
 
     def _on_document_result_changed(self) -> None:
         self._select_displayed_row()
@@ -236,7 +236,7 @@ class ComparisonView(QWidget):
     def _on_task_finished(self, task: ProcessWorker, comparison: Comparison) -> None:
         self._results = list(comparison.results)
         document = self._document
-        budgets = tuple(sorted(document.budgets.items()))  # other views can compare with them
+        budgets = tuple(sorted(document.memory_limits.items()))  # other views can compare with them
         for result in self._results:
             document.cache_result((document.structure_token, result.method, budgets), result)
         best = comparison.best_single_device

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.commands import SetBudgetCommand
+from app.commands import SetMemoryLimitCommand
 from app.document import Document
 from app.store_lookup import SweepRunner
 from app.tasks import CurrentTask
@@ -55,7 +55,7 @@ def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:
     if peak <= 0:
         return [1.0]
     bound = min(lower_bound(graph, device) / peak + 1e-6, 1.0)
-    current = graph.device(device).budget / peak + 1e-6
+    current = graph.device(device).activation_budget / peak + 1e-6
     bottom = max(min(bound, current), 1e-3)
     fractions = set(budget_steps(1.0, bottom, steps)) | {round(bound, 6)}
     return sorted(fractions, reverse=True)
@@ -64,7 +64,7 @@ def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:
 class ExplorerView(QWidget):
     """Time versus one device's budget, for XEngine and for the best single device.
 
-    Listens to ``graph_changed`` (devices and stale points), ``budgets_changed`` (the current
+    Listens to ``graph_changed`` (devices and stale points), ``memory_limits_changed`` (the current
     budget marker) and ``result_changed`` (the point on display is ringed). Writes
     ``document.set_result`` when a point is clicked.
     """
@@ -90,7 +90,7 @@ class ExplorerView(QWidget):
         self._task.failed.connect(self._on_task_failed)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
-        document.budgets_changed.connect(self._on_document_budgets_changed)
+        document.memory_limits_changed.connect(self._on_document_memory_limits_changed)
         document.result_changed.connect(self._on_document_result_changed)
         self._fill_devices()
         self._redraw()
@@ -159,7 +159,7 @@ class ExplorerView(QWidget):
         self._status = QLabel()
         self._status.setWordWrap(True)
         self._apply = QPushButton()
-        self._apply.setToolTip("Set the budgets to the ones this schedule was found for")
+        self._apply.setToolTip("Set the memory limits to the ones this schedule was found for")
         self._apply.clicked.connect(self.apply_shown_budget)
         self._apply.hide()
         controls = QHBoxLayout()
@@ -235,7 +235,7 @@ class ExplorerView(QWidget):
         self._status.setText("")
         self._redraw()
 
-    def _on_document_budgets_changed(self) -> None:
+    def _on_document_memory_limits_changed(self) -> None:
         self._redraw_marks()
         self._redraw_apply()
 
@@ -286,7 +286,7 @@ class ExplorerView(QWidget):
             return
         result = self._document.result
         for device, budget in changes.items():
-            self._document.edit(SetBudgetCommand, device, budget)
+            self._document.edit(SetMemoryLimitCommand, device, budget)
         key = self._document.result_key()
         if key is not None and self._document.is_result_current():
             self._document.cache_result(key, result)  # coming back here shows it again
@@ -299,10 +299,10 @@ class ExplorerView(QWidget):
             return {}
         if not any(p.result is result for p in self._points):
             return {}
-        current = self._document.budgets
+        current = self._document.memory_limits
         return {
             d: int(b)
-            for d, b in result.schedule.budgets.items()
+            for d, b in result.schedule.memory_limits.items()
             if d in current and current[d] != b
         }
 
@@ -311,7 +311,7 @@ class ExplorerView(QWidget):
         self._apply.setVisible(bool(changes))
         if changes:
             text = ", ".join(f"{d} = {format_size(b)}" for d, b in changes.items())
-            self._apply.setText(f"Apply this budget ({text})")
+            self._apply.setText(f"Apply this memory limit ({text})")
 
     # ----- drawing ----------------------------------------------------------------------------
     def _fill_devices(self) -> None:
@@ -387,7 +387,7 @@ class ExplorerView(QWidget):
             return
         _, scale = self._unit()
         values = {
-            "current": graph.device(device).budget,
+            "current": graph.device(device).activation_budget,
             "no-remat peak": no_remat_peak(graph),
             "lower bound": lower_bound(graph, device),
         }

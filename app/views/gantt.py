@@ -536,7 +536,7 @@ class GanttView(QWidget):
         graph = self._document.graph
         operator = graph.node(op.node).op if graph is not None and op.node in graph.index else ""
         reason = self._reason(bar.index) if op.recompute else ""
-        return op_tooltip(op, operator, timeline.budgets.get(op.device, 0), reason)
+        return op_tooltip(op, operator, timeline.activation_budgets.get(op.device, 0), reason)
 
     def _reason(self, index: int) -> str:
         if index not in self._reasons:

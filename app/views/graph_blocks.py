@@ -6,6 +6,10 @@ Imported networks name their nodes after modules (``layer1_0_conv1``, ``layer1_0
 block of their forward node's block, marked ``.grad``. The collapsed drawing is a graph of its
 own (for the layout only, never solved): one node per block with the largest member's memory,
 and an edge wherever a member of one block feeds a member of another. No Qt here.
+
+``coarse`` blocks go one level up, to the first name part (``layer1``: a whole stage of
+ResNet-50), for networks whose blocks alone are still too many to read at Fit. Expanding a
+coarse block shows its blocks; expanding one of those shows its nodes.
 """
 
 from __future__ import annotations
@@ -23,28 +27,54 @@ GROUP_MARK = "\u25b8 "
 _PARTS = re.compile(r"[_.]")
 
 
-def block_of(graph: Graph, node_id: str) -> str:
-    """The block (module prefix) of ``node_id``.
+def block_of(
+    graph: Graph, node_id: str, expanded: Collection[str] = (), coarse: bool = False
+) -> str:
+    """The block (module prefix) of ``node_id``: the coarsest level not in ``expanded``.
 
     >>> from solver.document.generators import unit_chain
     >>> g = unit_chain(2)
-    >>> block_of(g, "n0"), _prefix("layer1_0_conv1"), _prefix("layer1_0_downsample_0")
-    ('n0', 'layer1_0', 'layer1_0')
+    >>> block_of(g, "n0"), _levels("layer1_0_conv1"), _levels("layer1_0_downsample_0")
+    ('n0', ['layer1', 'layer1_0'], ['layer1', 'layer1_0'])
     """
     node = graph.node(node_id)
+    name, suffix = node_id, ""
     if node.kind == "backward" and node.of in graph.index:
-        return _prefix(node.of) + ".grad"
-    return _prefix(node_id)
+        name, suffix = node.of, ".grad"
+    levels = _coarse_levels(graph, name) if coarse else _levels(name)[-1:]
+    for level in levels:
+        if level + suffix not in expanded:
+            return level + suffix
+    return levels[-1] + suffix
 
 
-def _prefix(name: str) -> str:
+def _coarse_levels(graph: Graph, name: str) -> list[str]:
+    """The levels for a coarse collapse. A forward node outside any block (ResNet's
+    ``add_3``, the residual sum after a bottleneck) joins the stage of an input that is in
+    one: drawn on its own between two boxes of its stage, it would make the stage feed itself
+    (a cycle). Only direct inputs count, so the head (``avgpool``, ``fc``, the loss) stays."""
+    levels = _levels(name)
+    k = graph.index[name]
+    if len(levels) > 1 or graph.nodes[k].kind != "forward":
+        return levels
+    for j in graph.inputs[k]:
+        found = _levels(graph.nodes[j].id)
+        if len(found) > 1:
+            return [found[0], name]
+    return levels
+
+
+def _levels(name: str) -> list[str]:
+    """A name's block prefixes, coarsest first: its first part, then its first two parts."""
     parts = _PARTS.split(name)
     if len(parts) >= 3:
-        return "_".join(parts[:2])
-    return name
+        return [parts[0], "_".join(parts[:2])]
+    return [name]
 
 
-def collapse(graph: Graph, expanded: Collection[str] = ()) -> tuple[Graph, dict[str, list[str]]]:
+def collapse(
+    graph: Graph, expanded: Collection[str] = (), coarse: bool = False
+) -> tuple[Graph, dict[str, list[str]]]:
     """The block graph of ``graph`` and, per drawn node id, the member node ids.
 
     Blocks in ``expanded`` and blocks of one node keep their nodes. If contracting would make a
@@ -52,7 +82,7 @@ def collapse(graph: Graph, expanded: Collection[str] = ()) -> tuple[Graph, dict[
     """
     blocks: dict[str, list[str]] = {}
     for node in graph.nodes:
-        blocks.setdefault(block_of(graph, node.id), []).append(node.id)
+        blocks.setdefault(block_of(graph, node.id, expanded, coarse), []).append(node.id)
     drawn: dict[str, str] = {}
     members: dict[str, list[str]] = {}
     grouped = {b: f"{GROUP_MARK}{b} ({len(ids)})" for b, ids in blocks.items()}

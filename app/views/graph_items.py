@@ -37,6 +37,10 @@ MIN_HEIGHT = 34.0
 MAX_HEIGHT = 58.0
 CHIP_HEIGHT = 11.0
 DASH = "\u2014"
+DETAIL_SCALE = 0.75
+"""Below this zoom a box shows only its name (at :data:`TITLE_PIXELS`), not op and size."""
+TITLE_PIXELS = 10
+"""Height on screen of a zoomed-out box's name."""
 STATUS_LABELS = {
     "computing": "computing",
     "resident": "resident",
@@ -186,10 +190,35 @@ class NodeItem(QGraphicsItem):
         clip = QPainterPath()
         clip.addRect(QRectF(box.left(), box.top(), 5, box.height()))
         painter.drawPath(accent.intersected(clip))
-        self._paint_text(painter, box)
+        scale = option.levelOfDetailFromTransform(painter.worldTransform())
+        if scale >= DETAIL_SCALE:
+            self._paint_text(painter, box)
+        else:
+            self._paint_title(painter, box, scale)
         if self._residency is not None:
             painter.setOpacity(1.0)
             self._paint_chips(painter, box)
+
+    def _paint_title(self, painter: QPainter, box: QRectF, scale: float) -> None:
+        """Zoomed out (level of detail): the name alone, at a readable size on screen.
+
+        At Fit a big network's boxes are a few dozen pixels wide; the two lines drawn at
+        scene size would be 2-3 px tall. The name is drawn at :data:`TITLE_PIXELS` on screen
+        instead, elided to the box (the tooltip has the rest); below a few pixels per box
+        nothing is written.
+        """
+        if box.width() * scale < 14:
+            return
+        font = QFont()
+        font.setPixelSize(max(1, round(TITLE_PIXELS / max(scale, 1e-3))))
+        font.setBold(True)
+        painter.setFont(font)
+        painter.setPen(QColor(self._colors.foreground))
+        text_box = box.adjusted(6, 0, -2, 0)
+        name = QFontMetricsF(font).elidedText(
+            self.node.id, Qt.TextElideMode.ElideMiddle, text_box.width()
+        )
+        painter.drawText(text_box, int(Qt.AlignmentFlag.AlignCenter), name)
 
     def _paint_text(self, painter: QPainter, box: QRectF) -> None:
         colors = self._colors

@@ -55,6 +55,10 @@ logger = logging.getLogger(__name__)
 
 COLLAPSE_FROM = 100
 """Graphs with more nodes than this open with their blocks collapsed (ResNet-50: 145 -> 73)."""
+COARSE_FROM = 48
+"""Collapsed graphs with more boxes than this collapse by stage instead (ResNet-50: 73 -> 20)."""
+MIN_COARSE = 8
+"""...unless that leaves fewer boxes than this (one box per network says nothing)."""
 COLUMN_SPACING = NODE_WIDTH + 52
 ROW_SPACING = MAX_HEIGHT + 34
 
@@ -162,6 +166,7 @@ class GraphView(QWidget):
         self._members: dict[str, list[str]] = {}
         """Drawn box id -> the graph's node ids in it (one, unless a collapsed block)."""
         self._expanded: set[str] = set()
+        self._coarse = False
         document.graph_changed.connect(self._on_document_graph_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
         document.edge_selection_changed.connect(self._on_document_selection_changed)
@@ -236,7 +241,7 @@ class GraphView(QWidget):
         graph = self._document.graph
         members = self._members.get(drawn_id, ())
         if graph is not None and members:
-            self._expanded.add(block_of(graph, members[0]))
+            self._expanded.add(block_of(graph, members[0], self._expanded, self._coarse))
             self._rebuild(fit=False)
 
     def request_add_node(self, at: QPointF | None = None) -> None:
@@ -311,6 +316,12 @@ class GraphView(QWidget):
         colors = colors_for(self)
         if self.collapse_action.isChecked():
             graph, self._members = collapse(source, self._expanded)
+            # still too many boxes to read at Fit (ResNet-50: 73): one level up, by stage
+            if graph.n > COARSE_FROM:
+                coarse, members = collapse(source, self._expanded, coarse=True)
+                self._coarse = MIN_COARSE <= coarse.n < graph.n  # MobileNetV2: 2 boxes, no
+                if self._coarse:
+                    graph, self._members = coarse, members
         else:
             graph, self._members = source, {n.id: [n.id] for n in source.nodes}
         placement = layout_graph(graph, fold=self.fold_action.isChecked())

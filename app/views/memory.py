@@ -62,7 +62,7 @@ class _DevicePlot:
 class MemoryView(QWidget):
     """Per-device memory in use, budget line, peak marker, and the selected tensor's share.
 
-    Listens to ``graph_changed``, ``budgets_changed``, ``result_changed``,
+    Listens to ``graph_changed``, ``memory_limits_changed``, ``result_changed``,
     ``selection_changed``, ``cursor_changed``; writes nothing to the document. Hovering lists the
     tensors resident at that moment (``MemoryCurve.at``).
     """
@@ -80,7 +80,7 @@ class MemoryView(QWidget):
         self._redraw_timer = QTimer(self, singleShot=True, interval=0)
         self._redraw_timer.timeout.connect(self._redraw)
         document.graph_changed.connect(self._on_document_graph_changed)
-        document.budgets_changed.connect(self._on_document_budgets_changed)
+        document.memory_limits_changed.connect(self._on_document_memory_limits_changed)
         document.result_changed.connect(self._on_document_result_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
         document.cursor_changed.connect(self._on_document_cursor_changed)
@@ -176,7 +176,7 @@ class MemoryView(QWidget):
         if timeline is None or device not in timeline.memory:
             return ""
         used, names = self.resident_at(device, time)
-        budget = timeline.budgets.get(device, 0)
+        budget = timeline.activation_budgets.get(device, 0)
         sizes = {n: int(graph.memory[graph.index[n]]) for n in names if graph and n in graph.index}
         names = sorted(names, key=lambda n: -sizes.get(n, 0))
         shown = [f"{html.escape(n)} ({format_size(sizes.get(n, 0))})" for n in names[:_MAX_LISTED]]
@@ -249,7 +249,7 @@ class MemoryView(QWidget):
     def _on_document_graph_changed(self) -> None:
         self._redraw_later()
 
-    def _on_document_budgets_changed(self) -> None:
+    def _on_document_memory_limits_changed(self) -> None:
         self._redraw_later()
 
     def _on_document_result_changed(self) -> None:
@@ -302,10 +302,10 @@ class MemoryView(QWidget):
 
     def _budget(self, device: str) -> int:
         timeline = self.timeline()
-        if timeline is not None and device in timeline.budgets:
-            return int(timeline.budgets[device])
+        if timeline is not None and device in timeline.activation_budgets:
+            return int(timeline.activation_budgets[device])
         graph = self._document.graph
-        return graph.device(device).budget if graph is not None else 0
+        return graph.device(device).activation_budget if graph is not None else 0
 
     def _draw_device(self, item: _DevicePlot, curve: MemoryCurve | None, end: float, budget: int):
         x, y = _steps(curve, end)

@@ -259,7 +259,7 @@ class StepperPanel(QWidget):
             return
         state = state_at(graph, result.schedule, result.timeline, index)
         op = state.op
-        budget = result.timeline.budgets.get(op.device, 0)
+        budget = result.timeline.activation_budgets.get(op.device, 0)
         detail = (
             f"{op.device} memory while it runs: {format_size(op.memory)} of {format_size(budget)}"
         )

@@ -287,7 +287,7 @@ class TensorMemoryView(QWidget):
         self._compare.addItem("nothing")
         for result in self._choices:
             budgets = ", ".join(
-                f"{d} {format_size(b)}" for d, b in sorted(result.schedule.budgets.items())
+                f"{d} {format_size(b)}" for d, b in sorted(result.schedule.memory_limits.items())
             )
             self._compare.addItem(f"{result.method} \u00b7 {format_ms(result.timeline.total_ms)}"
                                   f" \u00b7 {budgets}")  # fmt: skip

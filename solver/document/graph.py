@@ -44,8 +44,12 @@ class Device:
     mem_bandwidth: float | None = None
 
     @property
-    def budget(self) -> int:
-        """Bytes available to activations: the memory less the fixed memory."""
+    def activation_budget(self) -> int:
+        """Bytes available to activations: the memory limit less the fixed memory.
+
+        ``memory`` is the device's *memory limit* (everything resident there); the *activation
+        budget* is the ``B_d`` of spec/model.md that the model and the simulator enforce.
+        """
         return max(self.memory - self.fixed_memory, 0)
 
 
@@ -194,9 +198,9 @@ class Graph:
         return table
 
     @cached_property
-    def budgets(self) -> np.ndarray:
-        """Activation budget ``B_d`` in bytes per device (memory less fixed memory)."""
-        return np.array([d.budget for d in self.devices], dtype=np.int64)
+    def activation_budgets(self) -> np.ndarray:
+        """Activation budget ``B_d`` in bytes per device (memory limit less fixed memory)."""
+        return np.array([d.activation_budget for d in self.devices], dtype=np.int64)
 
     @cached_property
     def transfer(self) -> np.ndarray:
@@ -229,17 +233,16 @@ class Graph:
         return float(self.transfer[e, d_src, d_dst])
 
     # ----- derived graphs ---------------------------------------------------------------------
-    def with_budgets(self, budgets: Mapping[str, int]) -> Graph:
-        """Return a copy whose devices have the given memory (bytes) by name."""
-        unknown = sorted(set(budgets) - set(self.device_index))
+    def with_memory_limits(self, limits: Mapping[str, int]) -> Graph:
+        """Return a copy whose devices have the given memory limits (bytes) by name."""
+        unknown = sorted(set(limits) - set(self.device_index))
         if unknown:
             names = ", ".join(self.device_index)
             raise GraphFormatError(
                 f"unknown device {unknown[0]!r}", where="budgets", fix=f"devices are: {names}"
             )
         devices = tuple(
-            replace(d, memory=int(budgets[d.name])) if d.name in budgets else d
-            for d in self.devices
+            replace(d, memory=int(limits[d.name])) if d.name in limits else d for d in self.devices
         )
         return replace(self, devices=devices)
 

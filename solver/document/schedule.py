@@ -83,10 +83,14 @@ class SolverInfo:
 
 @dataclass(frozen=True)
 class Schedule:
-    """A complete schedule for a graph under given budgets (bytes per device name)."""
+    """A complete schedule for a graph under given memory limits (bytes per device name).
+
+    ``memory_limits`` is the file's ``budgets`` field: each device's total memory, fixed memory
+    included (``Device.memory``), not the activation budget.
+    """
 
     graph: str
-    budgets: Mapping[str, int]
+    memory_limits: Mapping[str, int]
     stages: tuple[Stage, ...]
     solver: SolverInfo | None = None
 

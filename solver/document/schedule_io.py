@@ -194,7 +194,7 @@ def _signed(value: Any, key: str) -> float | None:
 def schedule_to_dict(schedule: Schedule, summary: Mapping[str, Any] | None = None) -> dict:
     """The schedule as a document; ``summary`` (derived numbers) is written but never read."""
     stages = []
-    devices = sorted({op.device for _, op in schedule.operations} | set(schedule.budgets))
+    devices = sorted({op.device for _, op in schedule.operations} | set(schedule.memory_limits))
     for stage in schedule.stages:
         ops = []
         for op in stage.ops:
@@ -214,7 +214,7 @@ def schedule_to_dict(schedule: Schedule, summary: Mapping[str, Any] | None = Non
         "format": SCHEDULE_FORMAT,
         "version": 1,
         "graph": schedule.graph,
-        "budgets": dict(schedule.budgets),
+        "budgets": dict(schedule.memory_limits),
     }
     if schedule.solver is not None:
         doc["solver"] = _solver_to_dict(schedule.solver)

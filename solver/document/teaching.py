@@ -39,7 +39,7 @@ def _forward(
     train = build_training_graph(forward, saves_output=lambda n: n.op in relu_like)
     low, peak = lower_bound(train, "gpu"), no_remat_peak(train)
     gpu = int(low + gpu_fraction * (peak - low))
-    train = train.with_budgets({"gpu": gpu})
+    train = train.with_memory_limits({"gpu": gpu})
     meta = {
         "source": "solver/document/teaching.py (hand-made teaching graph)",
         "costs": "CPU ms chosen by hand; GPU = CPU / 8; backward = 2x forward",

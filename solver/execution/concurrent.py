@@ -248,7 +248,7 @@ class _Layout:
         self.graph, self.tasks = graph, tasks
         count = len(tasks.kind)
         self.size = [int(graph.memory[i]) for i in tasks.tensor]
-        self.budget = [int(b) for b in graph.budgets]
+        self.budget = [int(b) for b in graph.activation_budgets]
         self.pending = [1] * count  # the producer, then one per reader
         for reads in tasks.reads:
             for inst in reads:
@@ -336,7 +336,7 @@ class _Layout:
                 waiting.append(
                     f"{tasks.kind[j]} of {g.nodes[tasks.tensor[j]].id} (stage {tasks.stage[j]}) "
                     f"on {g.devices[d].name} needs {self.size[j]} more bytes with "
-                    f"{self.used[d]} of {g.budgets[d]} in use"
+                    f"{self.used[d]} of {g.activation_budgets[d]} in use"
                 )
         return ScheduleViolation(
             "the concurrent layout cannot proceed: " + "; ".join(waiting), rule="concurrent"
@@ -390,7 +390,7 @@ def _timeline(graph: Graph, tasks: _Tasks, starts, ends, memory_at_start, freed,
     return Timeline(
         graph=g.name,
         devices=tuple(names),
-        budgets={d.name: d.budget for d in g.devices},
+        activation_budgets={d.name: d.activation_budget for d in g.devices},
         ops=tuple(ops),
         transfers=tuple(transfers),
         memory=memory,

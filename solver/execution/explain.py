@@ -282,7 +282,7 @@ def _pressure(
         return None
     j = first + int(np.argmax(window))
     need = int(curve.bytes[j]) + int(graph.memory[graph.index[event.node]])
-    budget = int(timeline.budgets[device])
+    budget = int(timeline.activation_budgets[device])
     if need <= budget:
         return None
     return need, budget, _stage_at(timeline, float(curve.times[j]))

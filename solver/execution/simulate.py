@@ -91,7 +91,7 @@ class Timeline:
 
     graph: str
     devices: tuple[str, ...]
-    budgets: Mapping[str, int]
+    activation_budgets: Mapping[str, int]
     ops: tuple[OpEvent, ...]
     transfers: tuple[TransferEvent, ...]
     memory: Mapping[str, MemoryCurve]
@@ -151,16 +151,16 @@ class Timeline:
             "offload_copies": sum(tr.offload for tr in self.transfers),
             "offload_ms": round(self.offload_ms, 6),
             "peak_bytes": self.peaks,
-            "budget_bytes": dict(self.budgets),
+            "budget_bytes": dict(self.activation_budgets),
         }
 
 
 def effective_graph(
-    graph: Graph, schedule: Schedule, budgets: Mapping[str, int] | None = None
+    graph: Graph, schedule: Schedule, memory_limits: Mapping[str, int] | None = None
 ) -> Graph:
-    """The graph with the schedule's budgets, then ``budgets``, applied to its devices."""
-    merged = {**schedule.budgets, **(budgets or {})}
-    return graph.with_budgets(merged) if merged else graph
+    """The graph with the schedule's memory limits, then ``memory_limits``, on its devices."""
+    merged = {**schedule.memory_limits, **(memory_limits or {})}
+    return graph.with_memory_limits(merged) if merged else graph
 
 
 def simulate(graph: Graph, schedule: Schedule, *, strict: bool = False) -> Timeline:
@@ -246,7 +246,7 @@ class _Replay:
         return Timeline(
             graph=self.graph.name,
             devices=tuple(d.name for d in self.graph.devices),
-            budgets={d.name: d.budget for d in self.graph.devices},
+            activation_budgets={d.name: d.activation_budget for d in self.graph.devices},
             ops=tuple(self.ops),
             transfers=tuple(self.transfers),
             memory=memory,
@@ -336,7 +336,7 @@ class _Replay:
                 )
             self.live[target].add(i)
             used = self._record(target)
-            budget = g.device(target).budget
+            budget = g.device(target).activation_budget
             if used > budget:
                 raise _violation(
                     "memory",
@@ -425,7 +425,7 @@ class _Replay:
         copies = self._transfer_inputs(t, k, op)
         transient = tuple(i for i, _ in copies) + (k,)
         used = self._record(d, transient)
-        budget = g.device(d).budget
+        budget = g.device(d).activation_budget
         if used > budget:
             raise _violation(
                 "memory",

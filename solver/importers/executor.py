@@ -140,7 +140,7 @@ def execute_schedule(
         measured_peak=dict(runtime.peak),
         predicted_ms=timeline.total_ms,
         predicted_peak=timeline.peaks,
-        budgets={d.name: d.budget for d in sized.devices},
+        budgets={d.name: d.activation_budget for d in sized.devices},
         gradients_match=match,
         max_abs_error=error,
         device_map={k: str(v) for k, v in mapping.items()},

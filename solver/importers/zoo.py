@@ -59,7 +59,7 @@ def zoo_graph(name: str, level: str = "layer") -> Graph:
     graph = import_torch(spec, shape, level=level, name=file_stem(name, level))
     peak = no_remat_peak(graph)
     gpu = graph.device("gpu")
-    graph = graph.with_budgets({"gpu": peak + gpu.fixed_memory})
+    graph = graph.with_memory_limits({"gpu": peak + gpu.fixed_memory})
     meta = {
         **graph.meta,
         "generator": "python -m solver.importers.zoo --out resources/graphs/",

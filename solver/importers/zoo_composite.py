@@ -168,7 +168,7 @@ def aten_graph(name: str):
     spec = f"solver.importers.zoo_composite:{cls.__name__}"
     graph = import_aten(spec, shape, level="layer", name=f"{name}-aten")
     peak = no_remat_peak(graph)
-    graph = graph.with_budgets({"gpu": peak + graph.device("gpu").fixed_memory})
+    graph = graph.with_memory_limits({"gpu": peak + graph.device("gpu").fixed_memory})
     meta = {
         **graph.meta,
         "generator": "python -m solver.importers.zoo_composite --out resources/graphs/",

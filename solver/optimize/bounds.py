@@ -79,8 +79,8 @@ def explain_infeasible(graph: Graph) -> str | None:
     for k in range(graph.n):
         need = node_requirement(graph, k)
         able = [d for j, d in enumerate(graph.devices) if not math.isnan(graph.cost[j, k])]
-        if all(d.budget < need for d in able):
-            have = ", ".join(f"{d.name} {format_size(d.budget)}" for d in able)
+        if all(d.activation_budget < need for d in able):
+            have = ", ".join(f"{d.name} {format_size(d.activation_budget)}" for d in able)
             problems.append(
                 f"node '{graph.nodes[k].id}' needs {format_size(need)} ({need} bytes: its output "
                 f"and inputs) on one device, but the devices that can run it have {have}"

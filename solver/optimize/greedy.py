@@ -85,7 +85,7 @@ def _cheapest_fitting(graph: Graph, t: int, holders: dict[int, int], used: list[
             if holders[i] != d:
                 cost += float(graph.transfer[graph.edge_number[i, t], holders[i], d])
                 copies += int(graph.memory[i])
-        if used[d] + int(graph.memory[t]) + copies <= device.budget and cost < best_cost:
+        if used[d] + int(graph.memory[t]) + copies <= device.activation_budget and cost < best_cost:
             best, best_cost = d, cost
     return best
 
@@ -98,7 +98,7 @@ def cheapest_placement(graph: Graph) -> list[str] | None:
         able = [
             (float(graph.cost[d, k]), device.name)
             for d, device in enumerate(graph.devices)
-            if not math.isnan(graph.cost[d, k]) and need <= device.budget
+            if not math.isnan(graph.cost[d, k]) and need <= device.activation_budget
         ]
         if not able:
             return None
@@ -146,7 +146,7 @@ def _move_off(graph: Graph, placement: list[str], violations) -> bool:
         for d, device in enumerate(graph.devices)
         if device.name != worst.device
         and not math.isnan(graph.cost[d, k])
-        and need <= device.budget
+        and need <= device.activation_budget
     ]
     if not others or placement[k] != worst.device:
         return False

@@ -107,7 +107,8 @@ def _single_device(graph, name, device, options, on_progress, cancel) -> SolveRe
         result = solve_xengine(alone, options, on_progress, cancel, method=f"checkmate:{device}")
         if result.schedule is None:
             return result
-        schedule = replace(result.schedule, budgets={d.name: d.memory for d in graph.devices})
+        limits = {d.name: d.memory for d in graph.devices}
+        schedule = replace(result.schedule, memory_limits=limits)
         return replace(result, schedule=schedule, timeline=simulate(graph, schedule))
     return _baseline(graph, name, device)
 

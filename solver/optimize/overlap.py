@@ -272,7 +272,7 @@ class _Plan:
             ordered = sorted(ops, key=lambda o: (graph.index[o[0]], graph.device_index[o[1]]))
             built = tuple(Operation(n, d, _clean(d, inputs)) for n, d, inputs in ordered)
             stages.append(Stage(built, {d: frozenset(ids) for d, ids in keep.items()}))
-        return Schedule(like.graph, like.budgets, tuple(stages), like.solver)
+        return Schedule(like.graph, like.memory_limits, tuple(stages), like.solver)
 
 
 def _clean(device: str, inputs: dict[str, str]) -> dict[str, str]:

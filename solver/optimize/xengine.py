@@ -53,7 +53,7 @@ def scale_memory(graph: Graph) -> ScaledMemory:
     """
     sizes = [int(m) for m in graph.memory]
     cap = max(2 * sum(sizes), 1)
-    rows = [_scale_device(sizes, min(int(b), cap)) for b in graph.budgets]
+    rows = [_scale_device(sizes, min(int(b), cap)) for b in graph.activation_budgets]
     return ScaledMemory(
         np.array([r[0] for r in rows], dtype=float),
         np.array([r[1] for r in rows], dtype=np.int64).reshape(len(rows), len(sizes)),

@@ -137,7 +137,7 @@ def sweep_tasks(
     tasks: list[SweepTask] = []
     for fraction in fractions:
         budget = int(fraction * peak)
-        variant = graph.with_budgets({device: fixed + budget})
+        variant = graph.with_memory_limits({device: fixed + budget})
         for method in methods:
             index = first_index + len(tasks)
             tasks.append(

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from app.commands import ConnectCommand, SetBudgetCommand
+from app.commands import ConnectCommand, SetMemoryLimitCommand
 from app.panels.devices import SLIDER_STEPS
 from solver.execution.simulate import simulate
 from solver.status import SolveStatus
@@ -101,19 +101,19 @@ def test_editor_delete_and_build_training_graph(make_window):
 def test_devices_slider_drag_is_one_undo_entry(make_window):
     window = make_window("chain")
     row = window.devices_panel.rows["gpu"]
-    start = window.document.budgets["gpu"]
+    start = window.document.memory_limits["gpu"]
     row.slider.setSliderDown(True)
     row._on_slider_pressed()
     for value in (700, 760, 820, 900):
         row.slider.setValue(value)  # live preview while dragging, no undo entry yet
-    assert window.document.budgets["gpu"] != start
+    assert window.document.memory_limits["gpu"] != start
     assert window.document.undo_stack.count() == 0
     row.slider.setSliderDown(False)
     row._on_slider_released()
     assert window.document.undo_stack.count() == 1
     assert window.document.undo_stack.text(0).startswith("Set gpu memory")
     window.window_actions.undo.trigger()
-    assert window.document.budgets["gpu"] == start
+    assert window.document.memory_limits["gpu"] == start
     assert row.slider.value() < SLIDER_STEPS
 
 
@@ -132,7 +132,7 @@ def test_devices_rename_add_remove_and_link_edits_are_undoable(make_window, dial
     panel.links_table.item(link_row, 1).setText("4 GB/s")
     link = next(lk for lk in doc.graph.links if (lk.source, lk.target) == ("cpu", "tpu"))
     assert link.bandwidth == 4e9
-    assert doc.edit(SetBudgetCommand, "tpu", 123_000_000)
+    assert doc.edit(SetMemoryLimitCommand, "tpu", 123_000_000)
     for _ in range(4):
         window.window_actions.undo.trigger()
     assert [d.name for d in doc.graph.devices] == ["cpu", "gpu"]

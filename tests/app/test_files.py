@@ -86,7 +86,7 @@ def test_files_save_and_reopen_round_trip(tmp_path, qtbot, make_window, monkeypa
     assert again.open_file(str(target))
     old, new = window.document, again.document
     assert graph_to_dict(new.graph) == graph_to_dict(old.graph)
-    assert new.budgets == old.budgets == {**old.budgets, "gpu": 40_000_000}
+    assert new.memory_limits == old.memory_limits == {**old.memory_limits, "gpu": 40_000_000}
     assert new.settings == settings
     assert schedule_to_dict(new.result.schedule) == schedule_to_dict(old.result.schedule)
     assert new.result.ok and new.result.timeline.total_ms == pytest.approx(old.result.objective)

@@ -25,7 +25,7 @@ from solver.optimize.methods import solve
 
 
 def test_project_round_trip_keeps_graph_budgets_settings_and_schedule(tmp_path):
-    graph = load_graph(example_path("diamond")).with_budgets({"gpu": 44_000_000})
+    graph = load_graph(example_path("diamond")).with_memory_limits({"gpu": 44_000_000})
     result = solve(graph, "checkpoint-all:gpu")
     settings = SolverSettings("checkmate:gpu", "cbc", 12.0, 0.02, True)
     path = tmp_path / "p.xengine.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QByteArray
 
-from app.commands import SetBudgetCommand
+from app.commands import SetMemoryLimitCommand
 from app.project import SolverSettings
 from app.settings import MAX_RECENT, AppSettings
 
@@ -38,10 +38,10 @@ def test_auto_solve_runs_when_a_budget_settles_and_reuses_the_cache(qtbot, make_
     window = make_window("chain")
     window.document.set_settings(SolverSettings(auto_solve=True, time_limit_s=30))
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as first:
-        window.document.edit(SetBudgetCommand, "gpu", 40_000_000)
-    assert first.args[0].schedule.budgets["gpu"] == 40_000_000
+        window.document.edit(SetMemoryLimitCommand, "gpu", 40_000_000)
+    assert first.args[0].schedule.memory_limits["gpu"] == 40_000_000
     with qtbot.waitSignal(window.controller.finished, timeout=60_000):
-        window.document.edit(SetBudgetCommand, "gpu", 36_000_000)
+        window.document.edit(SetMemoryLimitCommand, "gpu", 36_000_000)
     window.window_actions.undo.trigger()  # back to 40 MB: solved before, shown at once
     assert window.document.result is first.args[0]
     assert not window.controller.is_running

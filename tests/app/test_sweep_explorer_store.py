@@ -77,8 +77,8 @@ def test_stored_result_from_a_shorter_limit_is_shown_but_not_taken(qtbot, contro
     remember_result(graph, "xengine", short, result).result()
     document = controller._document
     with qtbot.waitSignal(controller.notice, timeout=5_000) as notice:
-        document.open(graph.with_budgets({"cpu": 4}), settings=SETTINGS)
-        document.set_budgets({"cpu": 3})  # a slider dragged onto the stored budget
+        document.open(graph.with_memory_limits({"cpu": 4}), settings=SETTINGS)
+        document.set_memory_limits({"cpu": 3})  # a slider dragged onto the stored budget
     assert notice.args[0] == (
         "Shown: stored result (row 1) came from a 1 s time limit, shorter than the 20 s "
         "asked; solve again for the full limit"

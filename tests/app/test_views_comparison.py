@@ -83,7 +83,7 @@ def test_comparison_cancel_stops_and_keeps_the_view_usable(qtbot, view):
 
 
 def test_comparison_goes_stale_when_budgets_change(view, compared, document):
-    document.set_budgets({"gpu": 4 * 2**20})
+    document.set_memory_limits({"gpu": 4 * 2**20})
     assert view.table.rowCount() == 0
 
 

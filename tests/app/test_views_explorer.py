@@ -69,20 +69,22 @@ def test_explorer_cancel_keeps_points_so_far(qtbot, view):
 def test_explorer_offers_to_apply_the_budget_of_an_opened_point(qtbot, view, document):
     with qtbot.waitSignal(view.sweep_finished, timeout=60_000) as blocker:
         view.run("gpu", 2)
-    current = document.budgets["gpu"]
+    current = document.memory_limits["gpu"]
     point = next(
-        p for p in blocker.args[0] if p.result.ok and p.result.schedule.budgets["gpu"] != current
+        p
+        for p in blocker.args[0]
+        if p.result.ok and p.result.schedule.memory_limits["gpu"] != current
     )
     assert not view.apply_button.isVisible()
     view.open_point(point)
     assert not document.is_result_current()
-    wanted = point.result.schedule.budgets["gpu"]
+    wanted = point.result.schedule.memory_limits["gpu"]
     assert view.apply_button.isVisible()
-    assert view.apply_button.text() == f"Apply this budget (gpu = {format_size(wanted)})"
+    assert view.apply_button.text() == f"Apply this memory limit (gpu = {format_size(wanted)})"
     view.apply_button.click()
-    assert document.budgets["gpu"] == wanted
+    assert document.memory_limits["gpu"] == wanted
     assert document.result is point.result and document.is_result_current()
     assert not view.apply_button.isVisible()
     assert document.undo_stack.undoText().startswith("Set ")
     document.undo_stack.undo()
-    assert document.budgets["gpu"] == current and view.apply_button.isVisible()
+    assert document.memory_limits["gpu"] == current and view.apply_button.isVisible()

@@ -133,7 +133,7 @@ def test_export_svg_draws_the_recomputation_hatching_as_lines(view, document, tm
 
 def test_export_timeline_csv_rounds_float_noise_and_neutralises_text(document, tmp_path):
     graph = rename_node(document.graph, "a", "=HYPERLINK(1)")
-    noisy = graph.with_budgets(document.budgets)
+    noisy = graph.with_memory_limits(document.memory_limits)
     schedule = load_schedule(DATA / "handbuilt.schedule.json", document.graph)
     schedule = schedule_from_dict(
         json.loads(json.dumps(schedule_to_dict(schedule)).replace('"a"', '"=HYPERLINK(1)"')),

@@ -83,7 +83,7 @@ def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
 
     graph = load_graph(example_path("vgg16"))
     gpu = graph.device("gpu")
-    graph = graph.with_budgets({"gpu": gpu.fixed_memory + no_remat_peak(graph)})
+    graph = graph.with_memory_limits({"gpu": gpu.fixed_memory + no_remat_peak(graph)})
     result = solve(graph, "checkpoint-all:gpu")
     document = Document()
     document.set_graph(graph)
@@ -91,7 +91,7 @@ def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
     view = show(MemoryView(document), 900, 420)
     title = view.title("gpu")
     peak = result.timeline.peaks["gpu"]
-    budget = graph.device("gpu").budget
+    budget = graph.device("gpu").activation_budget
     assert title.startswith(f"gpu activations: peak {format_size(peak)} = ")
     assert f"of the {format_size(budget)} activation budget" in title
     assert f"device memory {format_size(budget + gpu.fixed_memory)} incl." in title

@@ -110,7 +110,7 @@ def test_tensor_diff_mode_outlines_another_schedule_and_names_the_difference(vie
     from solver.optimize.methods import solve
 
     other = solve(document.graph, "checkpoint-all:cpu")
-    key = (document.structure_token, other.method, tuple(sorted(document.budgets.items())))
+    key = (document.structure_token, other.method, tuple(sorted(document.memory_limits.items())))
     document.cache_result(key, other)
     shown = document.result
     document.set_result(None)

@@ -6,7 +6,7 @@ Slider positions snap to round sizes; budgets from a file, a script or an undo n
 
 from __future__ import annotations
 
-from app.commands import SetBudgetCommand
+from app.commands import SetMemoryLimitCommand
 from app.panels.devices import SLIDER_STEPS
 
 ODD_BUDGET = 2_751_027_520  # 60 % of vgg16's no-remat peak, as scratch/shots.py sets it
@@ -15,10 +15,10 @@ ODD_BUDGET = 2_751_027_520  # 60 % of vgg16's no-remat peak, as scratch/shots.py
 def test_device_size_field_shows_a_unit_for_any_budget(make_window):
     window = make_window("vgg16")
     row = window.devices_panel.rows["gpu"]
-    window.document.edit(SetBudgetCommand, "gpu", ODD_BUDGET)
+    window.document.edit(SetMemoryLimitCommand, "gpu", ODD_BUDGET)
     row.slider.setValue(row.slider.value() - 1)
     window.document.undo_stack.undo()  # back to the odd budget, through the slider's path
-    budget = window.document.budgets["gpu"]
+    budget = window.document.memory_limits["gpu"]
     assert budget == ODD_BUDGET
     assert row.size_edit.text() == "2.56 GiB"  # format_size would round to 2.6 GiB
     assert not row.size_edit.text().endswith(" B")
@@ -29,10 +29,10 @@ def test_device_size_field_shows_a_unit_for_any_budget(make_window):
 def test_device_size_field_focus_out_keeps_the_exact_budget(make_window):
     window = make_window("vgg16")
     row = window.devices_panel.rows["gpu"]
-    window.document.edit(SetBudgetCommand, "gpu", ODD_BUDGET)
-    budget, edits = window.document.budgets["gpu"], window.document.undo_stack.count()
+    window.document.edit(SetMemoryLimitCommand, "gpu", ODD_BUDGET)
+    budget, edits = window.document.memory_limits["gpu"], window.document.undo_stack.count()
     row.size_edit.editingFinished.emit()  # leaving the field without typing
-    assert window.document.budgets["gpu"] == budget
+    assert window.document.memory_limits["gpu"] == budget
     assert window.document.undo_stack.count() == edits
 
 
@@ -42,7 +42,7 @@ def test_device_size_field_accepts_typed_units(make_window):
     row.slider.setValue(round(0.7 * SLIDER_STEPS))
     row.size_edit.setText("2 GiB")
     row.size_edit.editingFinished.emit()
-    assert window.document.budgets["gpu"] == 2 * 1024**3
+    assert window.document.memory_limits["gpu"] == 2 * 1024**3
     assert row.size_edit.text() == "2 GiB"
 
 
@@ -55,12 +55,13 @@ def test_device_row_says_which_quantity_each_number_counts(make_window):
     graph = window.document.graph
     gpu = graph.device("gpu")
     peak, low = no_remat_peak(graph), lower_bound(graph, "gpu")
-    window.document.edit(SetBudgetCommand, "gpu", gpu.fixed_memory + int(0.6 * peak))
+    window.document.edit(SetMemoryLimitCommand, "gpu", gpu.fixed_memory + int(0.6 * peak))
     row = window.devices_panel.rows["gpu"]
     device = window.document.graph.device("gpu")
     text = row.landmarks_label.text()
-    assert f"activations {format_size(device.budget)} + fixed {format_size(gpu.fixed_memory)}" in (
-        text
+    assert (
+        f"activations {format_size(device.activation_budget)} "
+        f"+ fixed {format_size(gpu.fixed_memory)}" in (text)
     )
     assert f"lower bound {format_size(low)}" in text and f"peak {format_size(peak)}" in text
     assert "MB" not in text and "GB" not in text  # one unit family: IEC
@@ -76,7 +77,7 @@ def test_device_size_field_shows_iec_for_a_typed_si_size(make_window):
     row = window.devices_panel.rows["gpu"]
     row.size_edit.setText("29 MB")
     row.size_edit.editingFinished.emit()
-    assert window.document.budgets["gpu"] == 29_000_000
+    assert window.document.memory_limits["gpu"] == 29_000_000
     assert row.size_edit.text() == "27.7 MiB"
     assert "29,000,000" in row.size_edit.toolTip()
 
@@ -96,5 +97,5 @@ def test_teaching_graph_says_why_its_gpu_is_below_the_lower_bound(make_window):
     )
     assert "XEngine runs those nodes on cpu" in note
     assert not window.devices_panel.rows["cpu"].note_label.isVisibleTo(row)
-    window.document.edit(SetBudgetCommand, "gpu", 10 * graph.device("gpu").memory)
+    window.document.edit(SetMemoryLimitCommand, "gpu", 10 * graph.device("gpu").memory)
     assert not row.note_label.isVisibleTo(row)

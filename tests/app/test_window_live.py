@@ -102,7 +102,9 @@ def test_window_ignores_an_incumbent_for_budgets_left_behind(
     doc.open(graph)
     window.controller.solve()
     worker = window.controller.current_worker
-    doc.set_budgets({"gpu": doc.budgets["gpu"] + 1})  # the user moved on; the solve goes on
+    doc.set_memory_limits(
+        {"gpu": doc.memory_limits["gpu"] + 1}
+    )  # the user moved on; the solve goes on
     worker.signals.progress.emit(_provisional(handbuilt_result))
     worker.signals.progress.emit(Progress(2.6, incumbent=11.0))
     with qtbot.waitSignal(window.controller.progressed, timeout=2_000):

@@ -53,9 +53,9 @@ def cbc_children() -> list[str]:
 def test_window_slider_then_solve_matches_the_core(qtbot, make_window, dialogs):
     window = make_window("chain")
     row = window.devices_panel.rows["gpu"]
-    before = window.document.budgets["gpu"]
+    before = window.document.memory_limits["gpu"]
     row.slider.setValue(round(0.9 * SLIDER_STEPS))  # keyboard-like change: one undo entry
-    budgets = window.document.budgets
+    budgets = window.document.memory_limits
     assert budgets["gpu"] != before
     assert window.document.undo_stack.count() == 1
     assert row.size_edit.value() == budgets["gpu"]
@@ -69,7 +69,7 @@ def test_window_slider_then_solve_matches_the_core(qtbot, make_window, dialogs):
     direct = solve(window.document.graph, settings.method, options)
     assert result.status is SolveStatus.OPTIMAL and direct.status is SolveStatus.OPTIMAL
     assert result.objective == pytest.approx(direct.objective, rel=1e-6)
-    assert result.schedule.budgets == budgets
+    assert result.schedule.memory_limits == budgets
     replay = simulate(window.document.graph, result.schedule)
     assert replay.valid and replay.total_ms == pytest.approx(result.objective, rel=1e-6)
     assert window.document.result is result
@@ -85,7 +85,7 @@ def test_window_shows_cached_result_when_budget_returns(qtbot, make_window):
     first = blocker.args[0]
     window.devices_panel.rows["gpu"].size_edit.setText("40 MB")
     window.devices_panel.rows["gpu"].size_edit.editingFinished.emit()
-    assert window.document.budgets["gpu"] == 40_000_000
+    assert window.document.memory_limits["gpu"] == 40_000_000
     assert not window.document.is_result_current()
     window.window_actions.undo.trigger()
     assert window.document.result is first  # cached for these budgets: no new solve

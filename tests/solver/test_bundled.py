@@ -16,7 +16,7 @@ def test_bundled_graph_runs_checkpoint_all_at_the_no_remat_peak(name):
     graph = load_graph(bundled_graphs()[name])
     peak = no_remat_peak(graph)
     device = graph.devices[0].name
-    full = graph.with_budgets({device: graph.device(device).fixed_memory + peak})
+    full = graph.with_memory_limits({device: graph.device(device).fixed_memory + peak})
     result = solve(full, f"checkpoint-all:{device}")
     assert result.ok, result.message
     timeline = check_schedule(full, result.schedule)

@@ -191,7 +191,7 @@ def _assert_sound(graph, schedule) -> None:
         for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
             assert start >= end - 1e-9
     for device, curve in timeline.memory.items():
-        assert int(curve.bytes.max(initial=0)) <= timeline.budgets[device]
+        assert int(curve.bytes.max(initial=0)) <= timeline.activation_budgets[device]
     copies = {(tr.stage, tr.consumer, tr.target, tr.tensor): tr for tr in timeline.transfers}
     for op in timeline.ops:
         node = graph.index[op.node]
@@ -216,7 +216,7 @@ def test_layout_of_every_method_on_random_graphs_is_sound(doc):
 def test_layout_of_the_bundled_baselines_is_sound(name, share):
     graph = load_graph(bundled_graphs()[name])
     gpu = graph.device("gpu")
-    graph = graph.with_budgets({"gpu": gpu.fixed_memory + int(share * no_remat_peak(graph))})
+    graph = graph.with_memory_limits({"gpu": gpu.fixed_memory + int(share * no_remat_peak(graph))})
     for method in ("greedy", "checkpoint-all:cpu", "chen-greedy:gpu"):
         result = solve(graph, method)
         if result.ok:

@@ -116,7 +116,7 @@ def test_recompute_reason_when_the_tensor_lives_on_another_device(handbuilt):
 
 def test_recompute_reason_without_memory_pressure_says_only_not_kept(handbuilt):
     graph, schedule, _ = handbuilt
-    roomy = graph.with_budgets({"gpu": 64 * 2**20})
+    roomy = graph.with_memory_limits({"gpu": 64 * 2**20})
     timeline = simulate(roomy, schedule, strict=True)
     assert recompute_reason(roomy, schedule, timeline, 3) == (
         "its output was freed on gpu after b used it in stage 1"

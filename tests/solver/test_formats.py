@@ -71,7 +71,7 @@ def test_link_model_gives_latency_plus_bytes_over_bandwidth():
 
 
 def test_spec_schedule_example_replays_to_five_ms():
-    graph = graph_from_dict(SPEC_EXAMPLE).with_budgets({"cpu": 5_000_000, "gpu": 5_000_000})
+    graph = graph_from_dict(SPEC_EXAMPLE).with_memory_limits({"cpu": 5_000_000, "gpu": 5_000_000})
     schedule = schedule_from_dict(
         {
             "format": "remat-schedule",

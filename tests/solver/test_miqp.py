@@ -64,11 +64,11 @@ def awkward_training_graph(scale: int = 1_000_000_007):
 def test_budget_exactly_at_the_peak_in_large_bytes_recomputes_nothing():
     graph = awkward_training_graph()
     peak = no_remat_peak(graph)
-    assert memory_units(graph.with_budgets({"gpu": peak})).unit[0] > 1  # a fractional unit
+    assert memory_units(graph.with_memory_limits({"gpu": peak})).unit[0] > 1  # a fractional unit
     everything = simulate(graph, checkpoint_all(graph, "gpu"))
     assert everything.valid
 
-    result = solve_xengine(graph.with_budgets({"gpu": peak}), EXACT)
+    result = solve_xengine(graph.with_memory_limits({"gpu": peak}), EXACT)
 
     assert result.status is SolveStatus.OPTIMAL
     assert not any(op.recompute for op in result.timeline.ops)
@@ -81,7 +81,7 @@ def test_one_byte_below_the_peak_is_repaired_in_bytes_and_honest_about_its_bound
     # By hand: every op costs >= 1, so one recomputation on top of checkpoint-all is optimal,
     # but the only bound valid in bytes is the relaxed one, checkpoint-all's cost.
     graph = awkward_training_graph()
-    tight = graph.with_budgets({"gpu": no_remat_peak(graph) - 1})
+    tight = graph.with_memory_limits({"gpu": no_remat_peak(graph) - 1})
     everything = simulate(graph, checkpoint_all(graph, "gpu"))
     assert not simulate(tight, checkpoint_all(tight, "gpu")).valid
 

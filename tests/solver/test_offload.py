@@ -83,7 +83,7 @@ def test_simulate_offloading_source_holds_the_tensor_until_the_copy():
 
 
 def test_simulate_offloading_copy_back_counts_on_the_budget():
-    graph = offload_chain(1.0).with_budgets({"gpu": 2})
+    graph = offload_chain(1.0).with_memory_limits({"gpu": 2})
     # b (2 bytes) is read by c, so stage 1 needs a + b = 3 bytes: already over the budget.
     timeline = simulate(graph, offloading_schedule())
     assert timeline.violation.rule == "memory"

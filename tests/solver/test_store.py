@@ -216,7 +216,9 @@ def _put_many(path: str, first: int) -> int:
     result = solve(graph, "checkpoint-all", FAST)
     stored = 0
     for budget in range(first, first + 15):
-        stored += store.put(graph.with_budgets({"cpu": budget}), "checkpoint-all", FAST, result)
+        stored += store.put(
+            graph.with_memory_limits({"cpu": budget}), "checkpoint-all", FAST, result
+        )
     return stored
 
 

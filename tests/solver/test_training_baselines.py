@@ -60,8 +60,8 @@ def test_landmarks_of_the_unit_chain():
     graph = unit_chain(5)
     assert lower_bound(graph) == 3
     assert no_remat_peak(graph) == 5 + 2  # n + 2: the Checkmate threshold for no recomputation
-    assert explain_infeasible(graph.with_budgets({"cpu": 2})).count("needs 3 B") >= 1
-    assert explain_infeasible(graph.with_budgets({"cpu": 3})) is None
+    assert explain_infeasible(graph.with_memory_limits({"cpu": 2})).count("needs 3 B") >= 1
+    assert explain_infeasible(graph.with_memory_limits({"cpu": 3})) is None
 
 
 def test_checkpoint_all_needs_exactly_the_no_remat_peak():

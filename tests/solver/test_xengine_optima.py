@@ -100,9 +100,9 @@ def test_one_device_equals_independent_checkmate_milp(budget):
         ],
         [Edge("a", "b"), Edge("a", "c"), Edge("b", "d"), Edge("c", "d")],
     )
-    train = build_training_graph(diamond).with_budgets({"cpu": budget + 4})
+    train = build_training_graph(diamond).with_memory_limits({"cpu": budget + 4})
     for graph in (unit_chain(3, budget=budget), train):
-        expected = checkmate_optimum(graph, graph.devices[0].budget)
+        expected = checkmate_optimum(graph, graph.devices[0].activation_budget)
         result = solve_xengine(graph, OPTIONS)
         if expected is None:
             assert result.status is SolveStatus.INFEASIBLE
@@ -187,7 +187,7 @@ def test_budget_exactly_at_the_lower_bound_is_not_lost_to_memory_scaling():
     from solver.optimize.bounds import lower_bound
 
     graph = load_graph(example_path("chain"))
-    graph = graph.with_budgets({"gpu": lower_bound(graph, "gpu")})
+    graph = graph.with_memory_limits({"gpu": lower_bound(graph, "gpu")})
     alone = solve(graph, "checkmate:gpu", OPTIONS)
     both = solve(graph, "xengine", OPTIONS)
     assert alone.ok and both.ok

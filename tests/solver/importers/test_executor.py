@@ -39,7 +39,7 @@ def setup(name: str):
 def scheduled(name: str, method: str, gpu: float = 0.6):
     plan, graph = setup(name)
     fixed = graph.device("gpu").fixed_memory
-    graph = graph.with_budgets({"gpu": fixed + int(gpu * no_remat_peak(graph))})
+    graph = graph.with_memory_limits({"gpu": fixed + int(gpu * no_remat_peak(graph))})
     result = solve(graph, method, SolveOptions(time_limit_s=20))
     assert result.schedule is not None, result.status
     return plan, graph, result

@@ -35,7 +35,7 @@ def scheduled(name: str, method: str, gpu: float):
     plan = plan_groups(capture_model(COMPOSITE[name][0], SMALL[name], name=name), "layer")
     graph = graph_from_plan(plan, make_platform())
     fixed = graph.device("gpu").fixed_memory
-    graph = graph.with_budgets({"gpu": fixed + int(gpu * no_remat_peak(graph))})
+    graph = graph.with_memory_limits({"gpu": fixed + int(gpu * no_remat_peak(graph))})
     result = solve(graph, method, SolveOptions(time_limit_s=20))
     assert result.schedule is not None, result.status
     return plan, graph, result
