@@ -247,7 +247,7 @@ def _gap(objective: float | None, bound: float | None) -> float | None:
 def _without_schedule(graph: Graph, result: SolveResult) -> SolveResult:
     if result.status is SolveStatus.INFEASIBLE:
         peak = no_remat_peak(graph)
-        budgets = ", ".join(f"{d.name} {format_size(d.budget)}" for d in graph.devices)
+        budgets = ", ".join(f"{d.name} {format_size(d.activation_budget)}" for d in graph.devices)
         message = (
             "no schedule fits the budgets, although every node fits on some device alone; "
             f"budgets are {budgets}, the no-rematerialization peak is {format_size(peak)}: "

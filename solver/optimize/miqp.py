@@ -145,7 +145,7 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
         divisor = gcd(divisor, value)
     divisor = max(divisor, 1)
     units, scaled, rhs, budgets, exact = [], [], [], [], []
-    for raw in graph.budgets:
+    for raw in graph.activation_budgets:
         budget = min(int(raw), cap)  # at the cap, memory never binds: no rows at all
         if budget >= cap or budget // divisor <= MAX_ROW_UNITS:
             unit, row, limit = float(divisor), [m // divisor for m in sizes], budget // divisor
