@@ -157,19 +157,68 @@ def test_graph_view_collapses_blocks_of_a_big_network_and_expands_on_click(qtbot
     document.set_graph(load_graph(example_path("resnet50")))
     view = show(GraphView(document), 900, 400)
     assert view.collapse_action.isChecked()  # 145 nodes: opens collapsed
-    blocks = [d for d in view.nodes if view.is_block(d)]
-    assert f"{GROUP_MARK}layer1_0 (4)" in blocks
-    assert view.members(f"{GROUP_MARK}layer1_0 (4)") == [
-        "layer1_0_downsample_0", "layer1_0_conv1", "layer1_0_conv2", "layer1_0_conv3",
+    # its 73 bottleneck blocks are still too many at Fit: one box per stage, head apart
+    assert sorted(view.nodes) == sorted(
+        ["conv1", "maxpool", "avgpool", "fc", "loss", "fc.grad", "avgpool.grad", "maxpool.grad"]
+        + ["conv1.grad"]
+        + [f"{GROUP_MARK}layer{i}{g} ({n})" for i, n in ((1, 13), (2, 17), (3, 25), (4, 13))
+           for g in ("", ".grad")]
+    )  # fmt: skip
+    stage = f"{GROUP_MARK}layer1 (13)"
+    assert view.members(stage)[:5] == [
+        "layer1_0_downsample_0", "layer1_0_conv1", "layer1_0_conv2", "layer1_0_conv3", "add",
     ]  # fmt: skip
-    assert len(view.nodes) == 73 and "layer1_0_conv1" not in view.nodes
     document.set_selection("layer1_0_conv2")
-    assert view.nodes[f"{GROUP_MARK}layer1_0 (4)"].is_selected  # the block holding it
-    view.click_node(f"{GROUP_MARK}layer1_0 (4)")
+    assert view.nodes[stage].is_selected  # the box holding it
+    view.click_node(stage)  # a stage opens into its bottlenecks and residual sums
+    block = f"{GROUP_MARK}layer1_0 (4)"
+    assert {block, "add", f"{GROUP_MARK}layer1_1 (3)", "add_2"} <= set(view.nodes)
+    assert len(view.nodes) == 17 - 1 + 6 and view.nodes[block].is_selected
+    view.click_node(block)  # and a bottleneck into its operations
     assert "layer1_0_conv2" in view.nodes and view.nodes["layer1_0_conv2"].is_selected
-    assert len(view.nodes) == 73 - 1 + 4
+    assert len(view.nodes) == 22 - 1 + 4
     view.collapse_action.setChecked(False)
     assert len(view.nodes) == 145
+
+
+def test_graph_view_keeps_fine_blocks_when_stages_say_nothing(qtbot, show):
+    """MobileNetV2 is one stage ('features'): it keeps its 63 blocks."""
+    document = Document()
+    document.set_graph(load_graph(example_path("mobilenetv2")))
+    view = show(GraphView(document), 900, 400)
+    assert len(view.nodes) == 63
+
+
+def test_graph_node_zoomed_out_shows_only_its_name_at_a_readable_size(qtbot, qapp):
+    """Level of detail: below DETAIL_SCALE a box draws its name at TITLE_PIXELS on screen."""
+    from PySide6.QtGui import QImage, QPainter, QTransform
+    from PySide6.QtWidgets import QStyleOptionGraphicsItem
+
+    from app.theme import colors_for
+    from app.views import graph_items
+    from app.views.graph_items import NodeItem
+
+    graph = load_graph(example_path("chain"))
+    item = NodeItem(graph.nodes[0], 40.0, colors_for(None))
+    drawn: list[tuple[str, float]] = []
+
+    class Recorder(QPainter):
+        def drawText(self, rect, flags, text):  # noqa: N802 - records, then draws
+            drawn.append((text, self.font().pixelSize() * self.worldTransform().m11()))
+            super().drawText(rect, flags, text)
+
+    for scale in (1.0, 0.3):
+        drawn.clear()
+        image = QImage(400, 200, QImage.Format.Format_ARGB32)
+        painter = Recorder(image)
+        painter.setTransform(QTransform.fromScale(scale, scale).translate(100, 50))
+        item.paint(painter, QStyleOptionGraphicsItem())
+        painter.end()
+        if scale == 1.0:
+            assert len(drawn) == 2  # name, then op and size
+        else:
+            assert [t for t, _ in drawn] == [graph.nodes[0].id]
+            assert drawn[0][1] == pytest.approx(graph_items.TITLE_PIXELS, abs=0.5)
 
 
 def test_graph_canvas_emits_requests_and_needs_no_owner(qtbot, qapp):
