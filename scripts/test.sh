@@ -6,4 +6,5 @@ scripts/setup.sh test
 export QT_QPA_PLATFORM=offscreen
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy  # solver/, configured in pyproject.toml
 exec .venv/bin/python -m pytest -q "$@"

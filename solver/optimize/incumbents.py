@@ -162,7 +162,11 @@ class Incumbents:
     def conclude(self, base: SolveResult, outcome: BackendResult, cutoff_used: bool) -> SolveResult:
         """Turn the backend's outcome (its solution already offered) into the final result."""
         bound = outcome.bound
-        if outcome.status is SolveStatus.OPTIMAL and self.timeline is not None:
+        if (
+            outcome.status is SolveStatus.OPTIMAL
+            and self.timeline is not None
+            and self.cost is not None
+        ):
             proven = outcome.objective if outcome.objective is not None else bound
             if proven is not None and self.cost <= proven + _REL_TOL * max(1.0, abs(proven)):
                 return self._with_schedule(base, SolveStatus.OPTIMAL, proven, outcome.message)
@@ -197,6 +201,7 @@ class Incumbents:
     def _with_schedule(
         self, base: SolveResult, status: SolveStatus, bound: float | None, message: str
     ) -> SolveResult:
+        assert self.schedule is not None, "only called with an incumbent"
         cost = self.cost
         bound = self._clamped(self._best_bound(bound), cost)
         gap = _gap(cost, bound)

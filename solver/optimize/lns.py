@@ -185,7 +185,7 @@ def _stopped(deadline: float, *events: threading.Event | None) -> bool:
 def _incumbent_values(model: ArrayModel, best: Incumbents) -> np.ndarray | None:
     with best.lock:
         schedule, timeline = best.schedule, best.timeline
-    if schedule is None:
+    if schedule is None or timeline is None:
         return None
     schedule, timeline = without_resident_recomputes(model.graph, schedule, timeline)
     return values_from_schedule(model, schedule, timeline)

@@ -91,9 +91,9 @@ def values_from_schedule(
         for event in timeline.ops:
             k = g.index[event.node]
             for device, tensor in event.freed:
-                e = g.edge_number.get((g.index[tensor], k))
-                if e is not None:
-                    x[model.F[dev[device], event.stage, e]] = 1.0
+                edge = g.edge_number.get((g.index[tensor], k))
+                if edge is not None:
+                    x[model.F[dev[device], event.stage, edge]] = 1.0
     except KeyError:
         return None
     for (d, t, i), s in model.S.items():

@@ -114,8 +114,8 @@ def solve_xengine(
     )
     outcome = _run_model(model, options, best, deadline, on_progress, cancel)
     if outcome is None:  # the deadline or a cancel came before the backend could start
-        status = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
-        return best.result(replace(base, status=status or SolveStatus.TIME_LIMIT), "stopped")
+        stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
+        return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
     base = replace(
         base,
         status=outcome.status,
@@ -202,7 +202,7 @@ def _run_model(
     if remaining <= 0.05 or (cancel is not None and cancel.is_set()):
         return None
     start = None
-    if _mip_start(options) and best.timeline is not None:
+    if _mip_start(options) and best.schedule is not None and best.timeline is not None:
         start = values_from_schedule(model, best.schedule, best.timeline)
     backend_options = BackendOptions(
         backend=options.backend,
@@ -298,13 +298,13 @@ def _best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
     """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one)."""
     best: tuple[Schedule, Timeline] | None = None
     greedy = best_heterogeneous(graph)
-    if greedy.schedule is not None:
+    if greedy.schedule is not None and greedy.timeline is not None:
         best = (greedy.schedule, greedy.timeline)
     for device in graph.devices:
         schedule = checkpoint_all(graph, device.name)
         candidates = [(schedule, simulate(graph, schedule))]
         greedy = chen_greedy(graph, device.name)
-        if greedy.schedule is not None:
+        if greedy.schedule is not None and greedy.timeline is not None:
             candidates.append((greedy.schedule, greedy.timeline))
         for schedule, timeline in candidates:
             if timeline.valid and (best is None or timeline.total_ms < best[1].total_ms):

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pulp
@@ -134,7 +134,11 @@ def _dies_with_parent(args: list[str]) -> list[str]:
 
 def _spawn_cbc(args: list[str]) -> _CbcProcess:
     """Start CBC in its own session with line-buffered output (pty, else pipe + stdbuf)."""
-    common = {"stdin": subprocess.DEVNULL, "start_new_session": True, "close_fds": True}
+    common: dict[str, Any] = {
+        "stdin": subprocess.DEVNULL,
+        "start_new_session": True,
+        "close_fds": True,
+    }
     args = _dies_with_parent(args)
     try:
         master, slave = pty.openpty()  # CBC's stdio sees a terminal and flushes every line
@@ -142,6 +146,7 @@ def _spawn_cbc(args: list[str]) -> _CbcProcess:
         stdbuf = shutil.which("stdbuf")
         cmd = [stdbuf, "-oL", *args] if stdbuf else args
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **common)
+        assert proc.stdout is not None  # stdout=PIPE
         return _CbcProcess(proc, proc.stdout.fileno(), owns_fd=False)
     try:
         proc = subprocess.Popen(args, stdout=slave, stderr=slave, **common)

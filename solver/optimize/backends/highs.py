@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,14 +29,14 @@ from solver.status import SolveStatus
 try:
     import highspy
 except ImportError:  # HiGHS is optional: CBC ships with PuLP 3.x
-    highspy = None
+    highspy = None  # type: ignore[assignment]  # every run checks available_backends first
 
 if TYPE_CHECKING:
     from solver.optimize.backends import BackendOptions
 
 __all__ = ["highspy", "run_highs"]
 
-SolutionCallback = Callable[[np.ndarray], None]
+SolutionCallback = Callable[[np.ndarray], object]
 
 
 class _HighsRun:
@@ -74,7 +74,7 @@ class _HighsRun:
         self.cancel_requested = True
         self.highs.cancelSolve()
 
-    def _guard(self, handler: Callable[[object], None]) -> Callable[[object], None]:
+    def _guard(self, handler: Callable[[Any], None]) -> Callable[[Any], None]:
         """Keep callback exceptions out of HiGHS's C++ loop: remember, cancel, re-raise later."""
 
         def guarded(event: object) -> None:
@@ -143,7 +143,7 @@ def run_highs(
             run.request_cancel()
             worker.join()
     if failure or run.callback_error is not None:
-        raise (failure or [run.callback_error])[0]
+        raise (failure or [run.callback_error])[0]  # type: ignore[list-item]  # one is set
     h = run.highs
     model_status = h.getModelStatus()
     info = h.getInfo()
