@@ -21,6 +21,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMenu, QMessageBox, QWidget
 
 from app.dialogs import ErrorDialog
+from app.views.measured import measured_run
 from app.workers import ProcessWorker
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -52,7 +53,9 @@ def execute_job(
             f"graph '{graph.name}' is no longer the import of {meta['source']} (edited or "
             "imported differently); import it again and solve"
         )
-    return execute_schedule(plan, graph, schedule, device_map).to_json()
+    report = execute_schedule(plan, graph, schedule, device_map)
+    # the per-operation times too: the schedule views draw them as ghost bars
+    return {**report.to_json(), "op_ms": [list(row) for row in report.op_ms]}
 
 
 def report_text(doc: Mapping[str, Any]) -> str:
@@ -109,6 +112,7 @@ class ExecuteAction(QObject):
         self.window = window
         self.document = window.document
         self.worker: ProcessWorker | None = None
+        self._schedule: Schedule | None = None
         self.last_report: dict[str, Any] | None = None
         self.action = QAction("E&xecute on PyTorch\u2026", window)
         self.action.setStatusTip("Run the schedule as a real training step and measure it")
@@ -150,7 +154,7 @@ class ExecuteAction(QObject):
         except ArgumentTypeError as exc:
             ErrorDialog.show_error(self.window, "Bad device map", str(exc))
             return False
-        schedule = result.schedule
+        schedule = self._schedule = result.schedule
         job = partial(execute_job, graph, schedule, device_map)
         self.worker = ProcessWorker(job, "execute")
         self.worker.signals.finished.connect(self._on_worker_finished)
@@ -164,12 +168,27 @@ class ExecuteAction(QObject):
         self.last_report = doc
         self._on_document_result_changed()
         self.window.statusBar().showMessage("Executed on PyTorch", 5000)
+        self.show_measured(doc)
         ExecutionDialog.show_report(self.window, report_text(doc))
+
+    def show_measured(self, doc: Mapping[str, Any]) -> None:
+        """Measured beside predicted in the schedule views: ghost bars in the Gantt chart,
+        the measured peak in the memory plots (while the executed schedule is on display)."""
+        run = measured_run(self._schedule, doc)
+        for view in _schedule_views(self.window):
+            view.gantt.set_measured(run)
+            view.memory.set_measured(run)
 
     def _on_worker_failed(self, message: str) -> None:
         self._on_document_result_changed()
         self.window.statusBar().clearMessage()
         ErrorDialog.show_error(self.window, "The schedule could not be executed", message)
+
+
+def _schedule_views(window) -> list:
+    tabs = getattr(window, "schedule_tabs", None)
+    views = [tabs.widget(i) for i in range(tabs.count())] if tabs is not None else []
+    return [v for v in views if hasattr(v, "gantt") and hasattr(v, "memory")]
 
 
 def _solve_menu(window) -> QMenu | None:

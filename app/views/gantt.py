@@ -14,6 +14,7 @@ beside it, one job per module: ``gantt_lanes`` (lanes and bars as arrays, hit te
 from __future__ import annotations
 
 import contextlib
+import html
 import logging
 from collections.abc import Callable, Iterator
 
@@ -47,6 +48,7 @@ from app.views.gantt_text import (
     summary_html,
     transfer_tooltip,
 )
+from app.views.measured import MeasuredRun
 from app.views.plotting import (
     HoverProxy,
     configure_plot,
@@ -94,6 +96,7 @@ class GanttView(QWidget):
         self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._matches: list[str] = []
         self._range: tuple[float, float] | None = None
+        self._measured: MeasuredRun | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
         # a new result is drawn in an event of its own, coalesced (see _on_document_result_changed)
         self._stale = False
@@ -149,6 +152,18 @@ class GanttView(QWidget):
         """Draw a result that arrived but waits for its own event, now (before reading)."""
         if self._stale:
             self._apply_result()
+
+    def set_measured(self, run: MeasuredRun | None) -> None:
+        """Show ``run`` (an execution of the schedule on display) as ghost bars beside the
+        prediction; it is dropped when another schedule is put on display."""
+        self._measured = run
+        self._on_document_result_changed()
+
+    @property
+    def measured(self) -> MeasuredRun | None:
+        """The execution drawn as ghost bars, if any."""
+        self.flush()
+        return self._measured
 
     def set_timeline_source(self, source: Callable[[Document], Timeline | None] | None) -> None:
         """Draw ``source(document)`` instead of ``document.timeline`` (``None``: back to it)."""
@@ -225,7 +240,7 @@ class GanttView(QWidget):
         """Show the whole schedule."""
         self.flush()
         timeline = self.timeline()
-        end = timeline_end(timeline)
+        end = self._x_end(timeline)
         self._plot.setXRange(0.0, max(end, 1e-9), padding=0.01)
         self._plot.setYRange(-0.6, max(len(self._table.lanes), 1) - 0.4, padding=0.0)
         self._full_range = tuple(self._plot.getViewBox().viewRange()[0])
@@ -358,6 +373,11 @@ class GanttView(QWidget):
     def _apply_result(self) -> None:
         self._result_timer.stop()
         self._stale = False
+        result = self._document.result
+        if self._measured is not None and (
+            result is None or result.schedule is not self._measured.schedule
+        ):
+            self._measured = None  # it measured another schedule
         self._reasons.clear()
         # a provisional incumbent replacing another keeps a zoom the user chose; anything else
         # (a new answer, a new graph, an unzoomed view) starts from the whole schedule
@@ -450,6 +470,7 @@ class GanttView(QWidget):
         timeline = self.timeline()
         self._table = LaneTable(lane_names(self._document.graph, timeline), timeline)
         self._layers.fill(timeline, self._table)
+        self._fill_measured()
         self._update_legend()
         self._fill_overview(timeline)
         self._redraw_flows()
@@ -460,21 +481,44 @@ class GanttView(QWidget):
         self._plot.getAxis("left").setTicks([ticks, []])
         # every lane at least a line of text tall, plus the time axis
         self._widget.setMinimumHeight(_LANE_PIXELS * max(len(lanes), 2) + 74)
-        end = timeline_end(timeline)
+        end = self._x_end(timeline)
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(lanes), 1) - 0.3)
         document = self._document
-        self._header.setText(
-            summary_html(document.result, colors_for(self), document.is_provisional)
-        )
+        header = summary_html(document.result, colors_for(self), document.is_provisional)
+        if self._measured is not None:
+            header += f" \u00b7 <b>executed</b>: {html.escape(self._measured.summary())}"
+        self._header.setText(header)
         self._header.setToolTip(self._header.text())
         self._redraw_selection()
         self._redraw_hover()
         self._redraw_cursor()
         self._label_timer.start()
 
-    def _fill_overview(self, timeline: Timeline | None) -> None:
+    def _fill_measured(self) -> None:
+        run = self._measured
+        starts, ends, lanes = [], [], []
+        for device in run.peak_bytes if run is not None else ():
+            if device in self._table.lane_of:
+                lo, hi = run.spans(device)
+                starts.append(lo)
+                ends.append(hi)
+                lanes.append(np.full(len(lo), self._table.lane_of[device], dtype=float))
+        empty = [np.zeros(0)]
+        self._layers.set_ghosts(
+            np.concatenate(starts or empty), np.concatenate(ends or empty),
+            np.concatenate(lanes or empty),
+        )  # fmt: skip
+
+    def _x_end(self, timeline: Timeline | None) -> float:
+        """The time axis' extent: the schedule, or its measured run if that took longer."""
         end = timeline_end(timeline)
+        if self._measured is not None and len(self._measured.ends):
+            end = max(end, float(self._measured.ends[-1]))
+        return end
+
+    def _fill_overview(self, timeline: Timeline | None) -> None:
+        end = self._x_end(timeline)
         spans = [merge_intervals(starts, ends, end / 2000) for starts, ends, _ in self._table.rows]
         x0 = np.concatenate([lo for lo, _ in spans] or [np.zeros(0)])
         width = np.concatenate([hi - lo for lo, hi in spans] or [np.zeros(0)])

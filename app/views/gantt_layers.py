@@ -32,11 +32,15 @@ LAYER_NAMES = (
     *(f"hatch:{k}" for k in NODE_KINDS),
     "transfer",
     "offload",
+    "measured",
     "hover",
     "selection",
     "cursor",
 )
 """Every layer, in drawing order."""
+GHOST_OFFSET = 0.2
+GHOST_HEIGHT = 0.34
+"""Measured ghost bars: centred this far below the lane's centre, this tall (in lanes)."""
 _HATCH_PIXELS = 6.0
 """Spacing of the hatching lines drawn for SVG export, in screen pixels."""
 
@@ -84,6 +88,11 @@ class GanttLayers:
             brush=QBrush(transfer.darker(140), Qt.BrushStyle.DiagCrossPattern),
             pen=colors.pen(transfer.darker(150), 1.6),
         )
+        ghost = QColor(colors.foreground)
+        ghost.setAlpha(40)
+        self.items["measured"].setOpts(
+            brush=ghost, pen=colors.pen(colors.foreground, 1.2, dashed=True)
+        )
         self.items["selection"].setOpts(
             brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5)
         )
@@ -120,6 +129,13 @@ class GanttLayers:
         heights = np.where(self._is_link[lanes], TRANSFER_HEIGHT, OP_HEIGHT)
         self.items[layer].setOpts(
             x0=data[:, 0], width=data[:, 1] - data[:, 0], y=data[:, 2], height=heights
+        )
+
+    def set_ghosts(self, starts: np.ndarray, ends: np.ndarray, lanes: np.ndarray) -> None:
+        """The measured operations (an executed schedule): ghost bars over the lower half of
+        their lane, so each lane shows the prediction above and the measurement below."""
+        self.items["measured"].setOpts(
+            x0=starts, width=ends - starts, y=lanes + GHOST_OFFSET, height=GHOST_HEIGHT
         )
 
     @contextlib.contextmanager

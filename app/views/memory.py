@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.concurrent_source import timeline_end
+from app.views.measured import MeasuredRun
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import MemoryCurve, Timeline
@@ -48,12 +49,17 @@ class _DevicePlot:
         self.budget = pg.InfiniteLine(angle=0, movable=False)
         self.budget_label = pg.TextItem(anchor=(1.0, 1.0))
         self.peak = pg.ScatterPlotItem(size=9, symbol="t")
+        self.measured = pg.InfiniteLine(
+            angle=0, movable=False, label="", labelOpts={"position": 0.02, "anchors": [(0, 1)] * 2}
+        )
+        """The measured peak of an executed schedule (Solve > Execute on PyTorch)."""
+        self.measured.setVisible(False)
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
         self.plot.addItem(self.curve)
         self.plot.addItem(self.offloaded)
         self.plot.addItem(self.selected)
         self.plot.addItem(self.peak)
-        for item in (self.budget, self.budget_label, self.cursor):
+        for item in (self.budget, self.budget_label, self.measured, self.cursor):
             self.plot.addItem(item, ignoreBounds=True)
         self.scale = 1
         self.unit = "B"
@@ -77,6 +83,7 @@ class MemoryView(QWidget):
         # graph, budget and result changes are drawn in an event of their own, coalesced: a
         # slider drag or a burst of incumbents is drawn once, apart from the other views
         self._stale = False
+        self._measured: MeasuredRun | None = None
         self._redraw_timer = QTimer(self, singleShot=True, interval=0)
         self._redraw_timer.timeout.connect(self._redraw)
         document.graph_changed.connect(self._on_document_graph_changed)
@@ -135,6 +142,17 @@ class MemoryView(QWidget):
         """Draw a change that waits for its own event, now (before reading the plots)."""
         if self._stale:
             self._redraw()
+
+    def set_measured(self, run: MeasuredRun | None) -> None:
+        """Draw ``run``'s measured peak per device beside the predicted curve (dropped when
+        another schedule is put on display)."""
+        self._measured = run
+        self._redraw()
+
+    def measured_line(self, device: str) -> pg.InfiniteLine:
+        """The horizontal line at ``device``'s measured peak (hidden without a measurement)."""
+        self.flush()
+        return self._plots[device].measured
 
     def link_x(self, plot: pg.PlotItem) -> None:
         """Keep every device plot's time axis in step with ``plot`` (e.g. the Gantt's)."""
@@ -238,6 +256,8 @@ class MemoryView(QWidget):
             item.peak.setBrush(colors.peak)
             item.peak.setPen(colors.pen(colors.peak, 1))
             item.cursor.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
+            item.measured.setPen(colors.pen(colors.foreground, 1.5, dashed=True))
+            item.measured.label.setColor(colors.foreground)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
@@ -283,9 +303,16 @@ class MemoryView(QWidget):
         self._stale = False
         self._ensure_plots()
         timeline = self.timeline()
+        result = self._document.result
+        if self._measured is not None and (
+            result is None or result.schedule is not self._measured.schedule
+        ):
+            self._measured = None  # it measured another schedule
         for item in self._plots.values():
             curve = timeline.memory.get(item.device) if timeline is not None else None
             end = timeline_end(timeline) if timeline is not None else 0.0
+            if self._measured is not None and len(self._measured.ends):
+                end = max(end, float(self._measured.ends[-1]))  # as the Gantt's axis
             budget = self._budget(item.device)
             self._draw_device(item, curve, end, budget)
             self._draw_offloaded(item, timeline, end)
@@ -310,12 +337,14 @@ class MemoryView(QWidget):
     def _draw_device(self, item: _DevicePlot, curve: MemoryCurve | None, end: float, budget: int):
         x, y = _steps(curve, end)
         peak = int(y.max(initial=0))
-        shown_budget = budget if budget <= 1.6 * max(peak, 1) else None
-        item.unit, item.scale = byte_unit(max(peak, shown_budget or 0))
+        run = self._measured
+        measured = run.peak_bytes.get(item.device) if run is not None else None
+        shown_budget = budget if budget <= 1.6 * max(peak, measured or 0, 1) else None
+        item.unit, item.scale = byte_unit(max(peak, shown_budget or 0, measured or 0))
         item.curve.setData(x, y / item.scale)
         # the title names device and quantity; a long rotated label ran into its neighbour's
         item.plot.setLabel("left", item.unit)
-        top = max(peak, shown_budget or 0) / item.scale * 1.5 or 1.0  # room for the labels
+        top = max(peak, shown_budget or 0, measured or 0) / item.scale * 1.5 or 1.0  # labels
         item.plot.setYRange(0.0, top, padding=0.0)
         extent = end if end > 0 else 1.0  # as the Gantt: an empty plot spans 0..1 ms
         item.plot.setLimits(xMin=-0.02 * extent, xMax=1.02 * extent)
@@ -324,6 +353,10 @@ class MemoryView(QWidget):
         item.budget_label.setVisible(shown_budget is not None)
         item.budget_label.setText(f"activation budget {format_size(budget)}")
         item.budget_label.setPos(end, budget / item.scale)
+        item.measured.setVisible(measured is not None)
+        if measured is not None:
+            item.measured.setPos(measured / item.scale)
+            item.measured.label.setFormat(run.peak_text(item.device))
         if curve is not None and peak > 0:
             j = int(np.argmax(y))
             item.peak.setData([x[j]], [peak / item.scale])  # the number is in the title

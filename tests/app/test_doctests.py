@@ -17,6 +17,7 @@ MODULES = [
     "app.views.graph_blocks",
     "app.views.timeline_nav",
     "app.panels.live_range",
+    "app.views.measured",
 ]
 
 

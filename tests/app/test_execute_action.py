@@ -34,6 +34,10 @@ def test_execute_action_reports_measured_beside_predicted(qtbot, make_window, mo
     assert shown == [report_text(doc)]
     assert shown[0].startswith("Gradients equal loss.backward(): yes")
     assert action.action.isEnabled()
+    gantt = window.schedule_tabs.widget(0).gantt  # measured beside predicted, in the views
+    ghosts = gantt.layer("measured").opts
+    assert len(ghosts["x0"]) == len(doc["op_ms"]) == len(window.document.timeline.ops)
+    assert ghosts["width"].tolist() == pytest.approx([row[3] for row in doc["op_ms"]])
 
 
 def test_execute_action_refuses_a_graph_not_imported_from_pytorch(make_window, dialogs):
@@ -41,3 +45,48 @@ def test_execute_action_refuses_a_graph_not_imported_from_pytorch(make_window, d
     window.document.set_result(solve(window.document.graph, "checkpoint-all:cpu"))
     assert window.execute_action.start() is False
     assert "it was not imported from PyTorch's joint graph" in str(dialogs.errors[-1])
+
+
+def _executed(window, factor: float = 3.0) -> dict:
+    """A report as the executor writes it: each operation took ``factor`` times its prediction."""
+    timeline = window.document.timeline
+    ops = [[op.stage, op.node, op.device, factor * op.duration, op.recompute]
+           for op in timeline.ops]  # fmt: skip
+    return {
+        "measured": {"total_ms": factor * timeline.total_ms, "copy_ms": 0.0,
+                     "peak_bytes": {"cpu": 2 * timeline.peaks["cpu"]}},
+        "predicted": {"total_ms": timeline.total_ms, "peak_bytes": dict(timeline.peaks)},
+        "gradients_match": True,
+        "op_ms": ops,
+    }  # fmt: skip
+
+
+def test_execute_measured_run_draws_ghost_bars_and_a_measured_peak_line(make_window):
+    window = make_window("chain")
+    result = solve(window.document.graph, "checkpoint-all:cpu")
+    window.document.set_result(result)
+    action = window.execute_action
+    action._schedule = result.schedule  # as start() snapshots it
+    doc = _executed(window)
+    action.show_measured(doc)
+    view = window.schedule_tabs.widget(0)
+    timeline = window.document.timeline
+    ghosts = view.gantt.layer("measured").opts
+    # back to back in execution order, each as long as measured, on its device's lane
+    widths = [3.0 * op.duration for op in timeline.ops]
+    assert ghosts["width"].tolist() == pytest.approx(widths)
+    ends = [sum(widths[: j + 1]) for j in range(len(widths))]
+    assert (ghosts["x0"] + ghosts["width"]).tolist() == pytest.approx(ends)
+    lane = view.gantt.lanes.index("cpu")
+    assert ghosts["y"].tolist() == pytest.approx([lane + 0.2] * len(widths))
+    assert "executed" in view.gantt.summary_text and "(3×)" in view.gantt.summary_text
+    (x0, x1), _ = view.gantt.plot.getViewBox().viewRange()
+    assert x1 >= 3.0 * timeline.total_ms  # the axis spans the longer, measured run
+    line = view.memory.measured_line("cpu")
+    _, scale = view.memory.unit("cpu")
+    assert line.isVisible() and line.value() == pytest.approx(2 * timeline.peaks["cpu"] / scale)
+    assert "measured peak" in line.label.format
+    # another schedule on display: the measurement was not of it
+    window.document.set_result(solve(window.document.graph, "chen-sqrtn:cpu"))
+    assert view.gantt.measured is None and len(view.gantt.layer("measured").opts["x0"]) == 0
+    assert not view.memory.measured_line("cpu").isVisible()
