@@ -36,6 +36,7 @@ from app.solving import SolveController, format_objective
 from app.theme import colors_for
 from app.workers import SolveRequest
 from solver.document.graph import Graph
+from solver.document.units import format_size
 from solver.optimize.backends import available_backends
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
@@ -295,7 +296,29 @@ class SolverPanel(QWidget):
             parts.append(f"bound {format_objective(last.bound)}")
         if last.gap is not None:
             parts.append(f"gap {100 * last.gap:.2g} %")
-        self._show_status("Solving\u2026 " + " \u00b7 ".join(parts))
+        self._show_status("Solving\u2026 " + " \u00b7 ".join(parts) + self._moved_note())
+
+    def _moved_note(self) -> str:
+        """While a solve runs, a memory limit moved (a slider dragged): say what is solved.
+
+        The solve goes on for the limits it started with (its request is a snapshot); its
+        incumbents are not drawn over schedules of the new limits, and its result, when it
+        comes, is marked as for other limits. Solve (or auto-solve) solves the new ones.
+        """
+        request = self._controller.current_request
+        graph = self._document.graph
+        if request is None or graph is None:
+            return ""
+        now = self._document.memory_limits
+        then = {d.name: d.memory for d in request.graph.devices}
+        moved = [f"{d} {format_size(then[d])}" for d in sorted(then) if now.get(d) != then[d]]
+        if not moved:
+            return ""
+        return (
+            "<br><i>The memory limits moved: this solve goes on for the ones it started with ("
+            + ", ".join(moved)
+            + "); its result will say so. Solve again for the new limits.</i>"
+        )
 
     def _follow_ranges(self) -> None:
         """Grow the live plot's ranges in steps (``app.panels.live_range``)."""

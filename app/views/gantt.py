@@ -108,6 +108,7 @@ class GanttView(QWidget):
         document.selection_changed.connect(self._on_document_selection_changed)
         document.cursor_changed.connect(self._on_document_cursor_changed)
         document.hover_changed.connect(self._redraw_hover)
+        document.memory_limits_changed.connect(self._update_header)
         self._redraw()
         self.reset_view()
 
@@ -484,16 +485,26 @@ class GanttView(QWidget):
         end = self._x_end(timeline)
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(lanes), 1) - 0.3)
-        document = self._document
-        header = summary_html(document.result, colors_for(self), document.is_provisional)
-        if self._measured is not None:
-            header += f" \u00b7 <b>executed</b>: {html.escape(self._measured.summary())}"
-        self._header.setText(header)
-        self._header.setToolTip(self._header.text())
+        self._update_header()
         self._redraw_selection()
         self._redraw_hover()
         self._redraw_cursor()
         self._label_timer.start()
+
+    def _update_header(self) -> None:
+        """The summary line: what the schedule costs, and what it is (provisional, measured,
+        for other memory limits than the sliders')."""
+        if self._stale:
+            return  # the pending redraw writes it
+        document = self._document
+        header = summary_html(document.result, colors_for(self), document.is_provisional)
+        if self._measured is not None:
+            header += f" \u00b7 <b>executed</b>: {html.escape(self._measured.summary())}"
+        if document.result is not None and not document.is_result_current():
+            # e.g. a slider dragged during the solve: the schedule is for the old limits
+            header += " \u00b7 <i>solved for other memory limits than the sliders' now</i>"
+        self._header.setText(header)
+        self._header.setToolTip(self._header.text())
 
     def _fill_measured(self) -> None:
         run = self._measured

@@ -64,3 +64,31 @@ def test_live_plot_ranges_grow_in_steps_not_with_every_batch(
     report(0.7, 95.0, 85.0)  # past the time range: the next 1-2-5 step
     assert view.viewRange()[0] == pytest.approx([0.0, 1.0])
     assert view.viewRange()[1] == pytest.approx([78.0, 102.0])
+
+
+def test_a_memory_limit_moved_during_a_solve_is_said_then_and_on_its_result(
+    qtbot, monkeypatch, make_window, graph, handbuilt_result
+):
+    """The solve goes on for the limits it started with; the panel says so while it runs, and
+    its result, once shown, says it is for other limits than the sliders'."""
+    monkeypatch.setattr(ProcessWorker, "start", lambda self, pool=None: None)
+    window = make_window(None)
+    document, panel = window.document, window.solver_panel
+    document.open(graph)
+    window.controller.solve()
+    worker = window.controller.current_worker
+    device = graph.devices[-1]
+    document.set_memory_limits({device.name: device.memory // 2})  # a slider dragged
+    with qtbot.waitSignal(window.controller.progressed, timeout=2_000):
+        worker.signals.progress.emit(Progress(1.0, incumbent=12.0, bound=9.0))
+    status = panel.status_label.text()
+    assert "The memory limits moved" in status and "Solve again" in status
+    assert f"{device.name} " in status  # names the limit being solved
+    with qtbot.waitSignal(window.controller.finished, timeout=2_000):
+        worker.signals.finished.emit(handbuilt_result)
+    assert not document.is_result_current()
+    assert "for other memory limits" in panel.status_label.text()
+    gantt = window.schedule_tabs.widget(0).gantt
+    assert "solved for other memory limits" in gantt.summary_text
+    document.set_memory_limits({device.name: device.memory})  # dragged back: current again
+    assert "other memory limits" not in gantt.summary_text
