@@ -1,12 +1,12 @@
-"""The one view-model of the window: graph, budgets, results, selection and step cursor.
+"""The one view-model of the window: graph, memory limits, results, selection and step cursor.
 
 Views hold a reference to the document and never talk to each other: a selection or cursor
 change goes through the document, which tells every view with a past-tense signal. Setters
 return early on an equal value, so that views can echo changes without loops.
 
 Edits go through :attr:`Document.undo_stack` (commands in ``app.commands``); results are cached
-per (graph structure, method, budgets) so that undoing an edit or dragging a slider back shows
-the schedule already found for that setting.
+per (graph structure, method, memory limits) so that undoing an edit or dragging a slider back
+shows the schedule already found for that setting.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = ["Document", "ResultKey"]
 logger = logging.getLogger(__name__)
 
 ResultKey = tuple[int, str, tuple[tuple[str, int], ...]]
-"""(structure token, method, sorted budgets): what a cached result was solved for."""
+"""(structure token, method, sorted memory limits): what a cached result was solved for."""
 
 _CACHEABLE = (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE, SolveStatus.INFEASIBLE)
 _tokens = itertools.count(1)
@@ -47,7 +47,7 @@ class Document(QObject):
     graph_changed = Signal()
     """The graph was replaced or edited (results may be stale)."""
     memory_limits_changed = Signal()
-    """A device budget changed."""
+    """A device memory limit changed."""
     result_changed = Signal()
     """A new result (or none) is on display."""
     selection_changed = Signal()
@@ -81,13 +81,13 @@ class Document(QObject):
         self._file_path: str | None = None
         self._cache: dict[ResultKey, SolveResult] = {}
         self.undo_stack = QUndoStack(self)
-        """Every edit of graph, devices and budgets; clean = saved."""
+        """Every edit of graph, devices and memory limits; clean = saved."""
         self.undo_stack.cleanChanged.connect(self._on_undo_stack_clean_changed)
 
-    # ----- graph and budgets ------------------------------------------------------------------
+    # ----- graph and memory limits -----------------------------------------------------------
     @property
     def graph(self) -> Graph | None:
-        """The current graph; its devices' ``memory`` are the current budgets."""
+        """The current graph; its devices' ``memory`` are the current memory limits."""
         return self._graph
 
     def set_graph(self, graph: Graph | None) -> None:
@@ -109,7 +109,7 @@ class Document(QObject):
 
     @property
     def structure_token(self) -> int:
-        """Identifies the graph's structure (everything but budgets) for the result cache."""
+        """Identifies the graph's structure (everything but memory limits) for the result cache."""
         return self._token
 
     def apply_graph(self, graph: Graph, token: int | None = None) -> int:
@@ -121,7 +121,7 @@ class Document(QObject):
         token = next(_tokens) if token is None else token
         selection = self._selection if self._selection in graph.index else None
         edge = self._edge if self._edge and _has_edge(graph, self._edge) else None
-        key = (token, self._settings.method, _budget_items(graph))
+        key = (token, self._settings.method, _memory_limit_items(graph))
         self._replace_graph(graph, token, selection, edge, self._cache.get(key))
         return token
 
@@ -274,10 +274,10 @@ class Document(QObject):
         self.settings_changed.emit()
 
     def result_key(self) -> ResultKey | None:
-        """The cache key of the current graph, budgets and method."""
+        """The cache key of the current graph, memory limits and method."""
         if self._graph is None:
             return None
-        return (self._token, self._settings.method, _budget_items(self._graph))
+        return (self._token, self._settings.method, _memory_limit_items(self._graph))
 
     def cache_result(self, key: ResultKey, result: SolveResult) -> None:
         """Remember a finished solve; cancelled and failed runs are not worth keeping."""
@@ -290,12 +290,12 @@ class Document(QObject):
         return self._cache.get(key) if key is not None else None
 
     def cached_results(self) -> list[SolveResult]:
-        """Every result cached for the current graph structure (any method or budgets), in the
+        """Every result cached for the current graph structure (any method or memory limits), in the
         order they were found: what a view can compare the result on display with."""
         return [r for key, r in self._cache.items() if key[0] == self._token and r.ok]
 
     def is_result_current(self) -> bool:
-        """Whether the result on display was found for the current budgets and structure."""
+        """Whether the result on display was found for the current memory limits and structure."""
         result = self._result
         if result is None or result.schedule is None or self._graph is None:
             return result is None
@@ -343,7 +343,7 @@ class Document(QObject):
         self.modified_changed.emit(not clean)
 
 
-def _budget_items(graph: Graph) -> tuple[tuple[str, int], ...]:
+def _memory_limit_items(graph: Graph) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((d.name, d.memory) for d in graph.devices))
 
 
