@@ -30,7 +30,15 @@ from app.theme import Colors
 from solver.document.graph import Graph, Node
 from solver.document.units import format_ms, format_size
 
-__all__ = ["NodeItem", "EdgeItem", "NODE_WIDTH", "STATUS_LABELS", "status_colour"]
+__all__ = [
+    "NodeItem",
+    "EdgeItem",
+    "NODE_WIDTH",
+    "STATUS_LABELS",
+    "fitted_name",
+    "name_forms",
+    "status_colour",
+]
 
 NODE_WIDTH = 118.0
 MIN_HEIGHT = 34.0
@@ -59,6 +67,35 @@ def status_colour(status: str, colors: Colors) -> QColor:
             "freed": colors.background,
         }.get(status, colors.background)
     )
+
+
+def name_forms(name: str) -> list[str]:
+    """Ever shorter forms of a box's name that still say which it is: a collapsed block
+    without its mark and count, a backward node without ``.grad`` (its colour says backward).
+
+    >>> name_forms("\u25b8 layer1.grad (13)")
+    ['\u25b8 layer1.grad (13)', 'layer1.grad (13)', 'layer1.grad', 'layer1']
+    >>> name_forms("conv1.grad")
+    ['conv1.grad', 'conv1']
+    """
+    forms = [name]
+    if name.startswith("\u25b8 "):
+        forms.append(name[2:])
+        if forms[-1].endswith(")") and " (" in forms[-1]:
+            forms.append(forms[-1].rsplit(" (", 1)[0])
+    if forms[-1].endswith(".grad"):
+        forms.append(forms[-1].removesuffix(".grad"))
+    return forms
+
+
+def fitted_name(name: str, metrics: QFontMetricsF, width: float) -> str:
+    """The longest form of ``name`` (:func:`name_forms`) that fits ``width``, else the
+    shortest one cut at the end (its start names the layer; a cut middle did not)."""
+    forms = name_forms(name)
+    for form in forms:
+        if metrics.horizontalAdvance(form) <= width:
+            return form
+    return metrics.elidedText(forms[-1], Qt.TextElideMode.ElideRight, width)
 
 
 def _mix(a: QColor, b: QColor, amount: float) -> QColor:
@@ -215,9 +252,7 @@ class NodeItem(QGraphicsItem):
         painter.setFont(font)
         painter.setPen(QColor(self._colors.foreground))
         text_box = box.adjusted(6, 0, -2, 0)
-        name = QFontMetricsF(font).elidedText(
-            self.node.id, Qt.TextElideMode.ElideMiddle, text_box.width()
-        )
+        name = fitted_name(self.node.id, QFontMetricsF(font), text_box.width())
         painter.drawText(text_box, int(Qt.AlignmentFlag.AlignCenter), name)
 
     def _paint_text(self, painter: QPainter, box: QRectF) -> None:
@@ -229,7 +264,7 @@ class NodeItem(QGraphicsItem):
         metrics = QFontMetricsF(title)
         painter.setFont(title)
         painter.setPen(QColor(colors.foreground))
-        name = metrics.elidedText(self.node.id, Qt.TextElideMode.ElideMiddle, text_box.width())
+        name = fitted_name(self.node.id, metrics, text_box.width())
         detail = " \u00b7 ".join(p for p in (format_size(self.node.memory), self.node.op) if p)
         small = QFont()
         small.setPointSizeF(7.5)

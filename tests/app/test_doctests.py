@@ -18,6 +18,7 @@ MODULES = [
     "app.views.timeline_nav",
     "app.panels.live_range",
     "app.views.measured",
+    "app.views.graph_items",
 ]
 
 
