@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -69,6 +70,9 @@ def status_colour(status: str, colors: Colors) -> QColor:
     )
 
 
+_NUMBERED = re.compile(r"^([A-Za-z])[A-Za-z]*_(\d+)$")
+
+
 def name_forms(name: str) -> list[str]:
     """Ever shorter forms of a box's name that still say which it is: a collapsed block
     without its mark and count, a backward node without ``.grad`` (its colour says backward).
@@ -77,6 +81,8 @@ def name_forms(name: str) -> list[str]:
     ['\u25b8 layer1.grad (13)', 'layer1.grad (13)', 'layer1.grad', 'layer1']
     >>> name_forms("conv1.grad")
     ['conv1.grad', 'conv1']
+    >>> name_forms("features_10.grad")  # VGG: the number tells the layers apart
+    ['features_10.grad', 'features_10', 'f_10']
     """
     forms = [name]
     if name.startswith("\u25b8 "):
@@ -85,6 +91,9 @@ def name_forms(name: str) -> list[str]:
             forms.append(forms[-1].rsplit(" (", 1)[0])
     if forms[-1].endswith(".grad"):
         forms.append(forms[-1].removesuffix(".grad"))
+    numbered = _NUMBERED.match(forms[-1])
+    if numbered:
+        forms.append(f"{numbered[1]}_{numbered[2]}")
     return forms
 
 

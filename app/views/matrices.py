@@ -163,6 +163,8 @@ class MatricesView(QWidget):
         super().__init__(parent)
         self._document = document
         self._plots: dict[tuple[str, str], _MatrixPlot] = {}
+        self._wide: bool | None = None
+        """Whether the plots stand in one row (a short, wide view: 1280x720) or a grid."""
         self._matrices: dict[str, StageMatrices] = {}
         self._dirty = False
         self._build_items()
@@ -261,7 +263,31 @@ class MatricesView(QWidget):
         for row, device in enumerate(devices):
             for which in ("R", "S"):
                 self._plots[device, which] = _MatrixPlot(self._layout, device, which, row)
+        self._wide = None
+        self._arrange()
         self._restyle()
+
+    @property
+    def in_one_row(self) -> bool:
+        """The plots stand side by side (the view is more than twice as wide as tall)."""
+        return bool(self._wide)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """A grid (a device per row, R beside S) or, in a short wide view where the grid's
+        squares would be a few dozen pixels tall, all matrices in one row."""
+        wide = self.width() > 2.2 * max(self.height(), 1) and len(self._plots) <= 4
+        if wide == self._wide:
+            return
+        self._wide = wide
+        layout = self._layout.ci
+        for plot in self._plots.values():
+            layout.removeItem(plot.plot)
+        for j, plot in enumerate(self._plots.values()):
+            layout.addItem(plot.plot, *((0, j) if wide else divmod(j, 2)))
 
     def _restyle(self) -> None:
         colors = colors_for(self)

@@ -160,3 +160,17 @@ def test_matrices_left_axis_draws_its_names(view):
     finally:
         painter.end()
     assert texts and all(t.split(" ", 1)[1] in "a b c d".split() for t in texts)
+
+
+def test_matrices_stand_in_one_row_in_a_short_wide_view(document, show):
+    """At 1280x720 the tab is about 850x280: a 2x2 grid of squares would be ~60 px tall."""
+    view = show(MatricesView(document), 850, 280)
+    assert view.in_one_row
+    plots = [view.plot(d, w) for d in ("cpu", "gpu") for w in ("R", "S")]
+    tops = {round(p.sceneBoundingRect().top()) for p in plots}
+    lefts = [p.sceneBoundingRect().left() for p in plots]
+    assert len(tops) == 1 and lefts == sorted(lefts)  # side by side, R then S per device
+    assert min(p.getViewBox().height() for p in plots) > 120
+    view.resize(900, 700)  # tall again: the grid, a device per row
+    assert not view.in_one_row
+    assert plots[0].sceneBoundingRect().top() < plots[2].sceneBoundingRect().top()
