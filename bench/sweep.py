@@ -2,10 +2,11 @@
 
 Sweeps the GPU budget of three networks (default: the teaching graphs chain, skip, diamond) in
 8 steps from 100% to 10% of the no-rematerialization peak with XEngine, first with one worker
-(in this process, no store), then with ``--jobs`` workers into a fresh result store, then once
-more from that store. Prints the wall time of each, the speed-up, and whether every point of
-the parallel run equals the serial one (status and schedule time). On a shared machine the
-speed-up is only as good as the free cores: time the whole command several times, e.g. each
+(in this process, no store), then with ``--jobs`` workers (no store: the speed-up compares like
+with like), then into a fresh result store, then once more from that store. Prints the wall
+time of each, the speed-up, and whether every point of every run equals the serial one (status
+and schedule time). On a shared machine the speed-up is only as good as the free cores: time
+the whole command several times, e.g. each
 configuration alone (``--single``) with ``/usr/bin/time`` or a benchmark harness.
 
 A solve may keep more than one core busy (the solver's neighbourhood search runs a second
@@ -74,10 +75,12 @@ def main() -> int:
         _timed(f"--jobs {args.jobs} (no store)", lambda: run_sweep(tasks, jobs=args.jobs))
         return 0
     serial, one = _timed("--jobs 1 (no store)", lambda: run_sweep(tasks, jobs=1))
+    label = f"--jobs {args.jobs} (no store)"
+    parallel, many = _timed(label, lambda: run_sweep(tasks, jobs=args.jobs))
     with tempfile.TemporaryDirectory() as folder:
         store = ResultStore(Path(folder) / "results.sqlite3")
         label = f"--jobs {args.jobs} (into a new store)"
-        parallel, many = _timed(label, lambda: run_sweep(tasks, args.jobs, store))
+        stored, _ = _timed(label, lambda: run_sweep(tasks, args.jobs, store))
         again, _ = _timed("again, from the store", lambda: run_sweep(tasks, args.jobs, store))
     solves = [p.result.seconds + p.result.build_seconds for p in serial]
     bound = sum(solves) / max(max(solves), sum(solves) / args.jobs)
@@ -85,7 +88,7 @@ def main() -> int:
         f"serial solves sum to {sum(solves):.2f} s, the longest {max(solves):.2f} s: "
         f"{args.jobs} workers can at best be {bound:.2f}x faster"
     )
-    same = _answers(parallel) == _answers(serial) == _answers(again)
+    same = _answers(parallel) == _answers(serial) == _answers(stored) == _answers(again)
     print(f"speed-up {one / many:.2f}x; identical answers: {'yes' if same else 'NO'}")
     if not same:
         for a, b in zip(_answers(serial), _answers(parallel), strict=True):
