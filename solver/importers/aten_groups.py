@@ -448,10 +448,27 @@ def working_bytes(ops, nodes, owner, base, gid: str, keep: set[str], fixed: set[
         end[root] = max(end.get(root, j), j)
     live: dict[str, int] = {}
     peak = 0
+    members = set(ops)
     for j, name in enumerate(ops):
-        if base[name] == name and name not in fixed:
-            live[name] = value_bytes(nodes[name])
-        peak = max(peak, sum(live.values()))
+        node = nodes[name]
+        unused = 0
+        if base[name] == name and name not in fixed and name not in live:
+            live[name] = value_bytes(node)
+        if isinstance(node.meta.get("val"), tuple | list):
+            # a multi-output op (a norm's or a convolution's backward) allocates every output
+            # while its inputs are still live, not when a getitem later names it
+            taken = set()
+            for user in node.users:
+                if user.target is operator.getitem and user.name in members:
+                    taken.add(user.args[1])
+                    if base[user.name] == user.name and user.name not in fixed:
+                        live[user.name] = value_bytes(user)
+            unused = sum(  # outputs nobody reads: allocated, freed right after the op
+                math.prod(v.shape) * v.dtype.itemsize
+                for k, v in enumerate(node.meta["val"])
+                if k not in taken and hasattr(v, "shape") and hasattr(v, "dtype")
+            )
+        peak = max(peak, sum(live.values()) + unused)
         for root in [r for r in live if end.get(r, j) <= j and r not in keep]:
             del live[root]
     return peak

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import operator
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -241,6 +242,11 @@ class _Runtime:
         self.copies: dict[str, Any] = {}
         self.copy_ms = 0.0
         self.last_use = {g.id: last_uses(g.ops, self.nodes, plan.owner, g.id) for g in plan.groups}
+        self.grad_items: dict[str, set[int]] = {}  # multi-output ops' parameter gradients
+        for n in graph.nodes:
+            for u in n.users:
+                if u.target is operator.getitem and u.name in plan.grads:
+                    self.grad_items.setdefault(n.name, set()).add(u.args[1])
 
     # ----- running a node --------------------------------------------------------------------
     def run_group(self, gid: str, device: str, sources: Mapping[str, str]) -> float:
@@ -346,7 +352,13 @@ class _Runtime:
     # ----- measuring -------------------------------------------------------------------------
     def _measure(self, device: str, env: Mapping[str, Any]) -> None:
         tensors = [t for held in self.store[device].values() for t in held.values()]
-        tensors += [v for k, v in env.items() if k not in self.plan.grads]
+        for k, v in env.items():
+            if k in self.plan.grads:  # parameter gradients are fixed memory, as in the graph
+                continue
+            skip = self.grad_items.get(k)
+            if skip and isinstance(v, list | tuple):
+                v = [t for j, t in enumerate(v) if j not in skip]
+            tensors.append(v)
         tensors += list(self.copies.values())
         used = _storage_bytes(self.torch, tensors, self.fixed)
         self.peak[device] = max(self.peak[device], used)

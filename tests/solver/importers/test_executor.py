@@ -151,3 +151,16 @@ def test_bundled_aten_graph_is_what_the_generator_writes(name):
     assert (
         bundled.device("gpu").memory == no_remat_peak(bundled) + bundled.device("gpu").fixed_memory
     )
+
+
+def test_multi_output_backward_ops_are_counted_while_their_inputs_live():
+    """Batch norm's and convolution's backward return tuples: their outputs are allocated while
+    the op's inputs are still held. Counted only when a getitem named them, grouped convolutions
+    measured 1.2-1.25x their predicted peak; now the prediction holds (within 1 %)."""
+    plan = plan_groups(capture_model(COMPOSITE["grouped-conv"][0], (2, 3, 32, 32)), "layer")
+    graph = graph_from_plan(plan, make_platform())
+    result = solve(graph, "checkpoint-all:gpu", SolveOptions(time_limit_s=20))
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match
+    predicted, measured = report.predicted_peak["gpu"], report.measured_peak["gpu"]
+    assert 0.99 * predicted <= measured <= predicted
