@@ -363,7 +363,11 @@ def _run_in_pool(
         pool = ProcessPoolExecutor(
             jobs, mp_context=context, initializer=_init_worker, initargs=(stop, store_path)
         )
-        running = {pool.submit(_pool_task, task): task for task in _hardest_first(tasks)}
+        try:
+            running = {pool.submit(_pool_task, task): task for task in _hardest_first(tasks)}
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
     with pool:
         while running:
             if cancel is not None and cancel.is_set() and not stop.is_set():

@@ -206,3 +206,36 @@ def test_killed_sweep_keeps_every_finished_result(tmp_path, sig, to_group):
     assert len(stored) == len(finished) >= 1
     csv_rows = (tmp_path / "out.csv").read_text().splitlines()[1:]
     assert len(csv_rows) == len([r for r in rows if r.startswith(("diamond", "vgg16"))])
+
+
+def test_pool_starts_the_hardest_looking_tasks_first(diamond):
+    from solver.sweeps.sweep import _hardest_first
+
+    chain = load_graph(bundled_graphs()["chain"])  # 11 nodes: a bigger model than the diamond's 9
+    tasks = sweep_tasks(diamond, "gpu", [1.0, 0.5], ["checkpoint-all", "xengine"], FAST, "d")
+    tasks += sweep_tasks(chain, "gpu", [1.0, 0.5], ["xengine"], FAST, "c", len(tasks))
+    order = [(t.label, t.fraction, t.method) for t in _hardest_first(tasks)]
+    assert order == [
+        ("c", 0.5, "xengine"),  # a model to solve, the bigger one, a budget below the peak
+        ("c", 1.0, "xengine"),
+        ("d", 0.5, "xengine"),
+        ("d", 1.0, "xengine"),
+        ("d", 0.5, "checkpoint-all"),  # heuristics last
+        ("d", 1.0, "checkpoint-all"),
+    ]
+
+
+def test_pool_forks_only_when_no_other_thread_runs():
+    from solver.sweeps.sweep import _pool_context
+
+    if not sys.platform.startswith("linux") or threading.active_count() != 1:
+        pytest.skip("fork is chosen on Linux, from a process with one Python thread")
+    assert _pool_context().get_start_method() == "fork"
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert _pool_context().get_start_method() == "forkserver"
+    finally:
+        release.set()
+        other.join()
