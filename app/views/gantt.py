@@ -581,6 +581,8 @@ class GanttView(QWidget):
 
     # ----- labels and tooltips ----------------------------------------------------------------
     def _place_labels(self) -> None:
+        if self._stale:  # the bar table is the old result's until the redraw: labels wait for it
+            return
         self._labels.place(self._table, self.timeline(), colors_for(self))
 
     def _tooltip(self, bar: Bar) -> str:

@@ -127,6 +127,17 @@ class Incumbents:
             return False
         return self.offer(schedule, timeline, self.backend)
 
+    def note(self, line: str) -> None:
+        """Report a line for the log with the current incumbent and bound: the phases before
+        the backend prints anything (ResNet-50: 3 s of building and writing the model)."""
+        if self._on_progress is None:
+            return
+        with self.lock:
+            bound = self._clamped(self._best_bound(self._bound), self.cost)
+            self._on_progress(
+                Progress(self._elapsed(), self.cost, bound, _gap(self.cost, bound), line)
+            )
+
     def merged_progress(self, on_progress: ProgressCallback | None) -> ProgressCallback | None:
         """The backend's reports with our incumbent folded in and time counted from the start."""
         if on_progress is None:

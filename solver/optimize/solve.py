@@ -112,6 +112,10 @@ def solve_xengine(
         variables=model.num_variables,
         constraints=model.num_constraints,
     )
+    best.note(
+        f"XEngine: model built in {base.build_seconds:.1f} s: {model.num_variables:,} "
+        f"variables, {model.num_constraints:,} constraints"
+    )
     outcome = _run_model(model, options, best, deadline, on_progress, cancel)
     if outcome is None:  # the deadline or a cancel came before the backend could start
         stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
