@@ -216,6 +216,11 @@ class Incumbents:
         cost = self.cost
         bound = self._clamped(self._best_bound(bound), cost)
         gap = _gap(cost, bound)
+        if status is SolveStatus.FEASIBLE and gap is not None and gap <= _REL_TOL:
+            # The schedule costs what a proven lower bound says nothing beats (e.g. every node
+            # once on its cheapest device): optimal, whoever stopped first.
+            status = SolveStatus.OPTIMAL
+            message = f"{message}; it meets a proven lower bound"
         info = SolverInfo(
             method=self.method,
             backend=self.backend,
