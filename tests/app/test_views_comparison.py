@@ -102,7 +102,10 @@ def test_comparison_never_stalls_the_event_loop(qtbot, make_window, loop_probe):
         view.run()
     probe.stop()
     assert len(blocker.args[0].results) == len(default_methods(window.document.graph))
-    assert probe.tick_rate > 0.5, str(probe)  # in-process: about 0.2
+    # A rate over a short comparison (0.4 s, 18 ticks) is one stall's noise; the gap bound
+    # below judges those, the rate a long one (in-process solving: about 0.2).
+    if probe.ticks >= 50:
+        assert probe.tick_rate > 0.5, str(probe)
     assert probe.max_gap < 0.15, str(probe)
 
 
