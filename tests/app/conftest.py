@@ -188,7 +188,15 @@ def make_window(qtbot, app_settings):
         window.close()
     assert QThreadPool.globalInstance().waitForDone(30_000), "worker threads still running"
     qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=5_000)
-    visible = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    # A garbage collection while the list is walked can delete a parentless widget (a dialog
+    # the test made) under it: Python's C++ pointer then dangles and isVisible() segfaults
+    # (seen twice in CI at this line). Collect first, and not during the walk.
+    gc.collect()
+    gc.disable()
+    try:
+        visible = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    finally:
+        gc.enable()
     for window in windows:
         window.deleteLater()
     assert not visible, f"top-level widgets left open: {visible}"
