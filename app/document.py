@@ -30,7 +30,8 @@ __all__ = ["Document", "ResultKey"]
 logger = logging.getLogger(__name__)
 
 ResultKey = tuple[int, str, tuple[tuple[str, int], ...]]
-"""(structure token, method, sorted memory limits): what a cached result was solved for."""
+"""(structure token, method, sorted memory limits): what a cached result was solved for. The
+method reads ``name+offload`` when offloading was allowed: another model, another answer."""
 
 _CACHEABLE = (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE, SolveStatus.INFEASIBLE)
 _tokens = itertools.count(1)
@@ -277,7 +278,8 @@ class Document(QObject):
         """The cache key of the current graph, memory limits and method."""
         if self._graph is None:
             return None
-        return (self._token, self._settings.method, _memory_limit_items(self._graph))
+        method = _cache_method(self._settings.method, self._settings.offloads)
+        return (self._token, method, _memory_limit_items(self._graph))
 
     def cache_result(self, key: ResultKey, result: SolveResult) -> None:
         """Remember a finished solve; cancelled and failed runs are not worth keeping."""
@@ -341,6 +343,12 @@ class Document(QObject):
 
     def _on_undo_stack_clean_changed(self, clean: bool) -> None:
         self.modified_changed.emit(not clean)
+
+
+def _cache_method(method: str, offload: bool) -> str:
+    """The method part of a cache key: a solve with offloading is not the paper's solve (its
+    result's method, as a loaded schedule names it, is ``xengine+offload`` too)."""
+    return f"{method}+offload" if offload else method
 
 
 def _memory_limit_items(graph: Graph) -> tuple[tuple[str, int], ...]:

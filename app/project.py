@@ -49,6 +49,8 @@ class SolverSettings:
     time_limit_s: float = 60.0
     gap_rel: float = 1e-4
     auto_solve: bool = False
+    offload: bool = False
+    """Allow offloading copies (:mod:`solver.optimize.offload`); off: the paper's model."""
 
     def checked(self) -> SolverSettings:
         """Return a copy with out-of-range values replaced by defaults (files are hand-edited)."""
@@ -62,10 +64,23 @@ class SolverSettings:
             fixes["gap_rel"] = default.gap_rel
         return replace(self, **fixes)
 
-    def solve_options(self) -> SolveOptions:
-        """The options every solve of the window uses (Solve, auto-solve, comparison, sweep)."""
+    @property
+    def offloads(self) -> bool:
+        """Whether the Solve button solves with offloading: it is an option of XEngine's model
+        over all devices only (as ``solve --offload``); single-device methods ignore it."""
+        return self.offload and self.method == "xengine"
+
+    def solve_options(self, offload: bool | None = None) -> SolveOptions:
+        """The options every solve of the window uses (Solve, auto-solve, comparison, sweep).
+
+        ``offload`` (default: :attr:`offloads`) is turned off by the comparison and the
+        explorer, which run the paper's models of several methods with one set of options.
+        """
         return SolveOptions(
-            backend=self.backend, time_limit_s=self.time_limit_s, gap_rel=self.gap_rel
+            backend=self.backend,
+            time_limit_s=self.time_limit_s,
+            gap_rel=self.gap_rel,
+            offload=self.offloads if offload is None else offload,
         )
 
 
@@ -159,6 +174,7 @@ def _settings_from_dict(raw: Any, path: str | None) -> SolverSettings:
             time_limit_s=float(raw.get("time_limit_s", default.time_limit_s)),
             gap_rel=float(raw.get("gap_rel", default.gap_rel)),
             auto_solve=bool(raw.get("auto_solve", default.auto_solve)),
+            offload=bool(raw.get("offload", default.offload)),
         )
     except (TypeError, ValueError, OverflowError) as exc:
         raise GraphFormatError(f"bad solver setting: {exc}", path=path, where="solver") from None

@@ -59,6 +59,7 @@ class AppSettings:
             time_limit_s=s.value("solver/time_limit_s", default.time_limit_s, type=float),
             gap_rel=s.value("solver/gap_rel", default.gap_rel, type=float),
             auto_solve=s.value("solver/auto_solve", default.auto_solve, type=bool),
+            offload=s.value("solver/offload", default.offload, type=bool),
         ).checked()
 
     def set_solver_settings(self, settings: SolverSettings) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
@@ -24,12 +24,14 @@ from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 from app.workers import ProcessWorker
 from solver.document.graph import Graph
 from solver.optimize.solve import SolveOptions, SolveResult
+from solver.results.key import result_key
 from solver.results.store import ResultStore, default_store_path
 from solver.sweeps.sweep import SweepPoint, SweepTask, default_jobs, run_task
 
 __all__ = [
     "StoredAnswer",
     "current_store",
+    "keeps_apart",
     "stored_result",
     "remember_result",
     "SweepRunner",
@@ -63,8 +65,23 @@ def current_store(timeout_s: float | None = None) -> ResultStore | None:
     return ResultStore(path) if timeout_s is None else ResultStore(path, timeout_s, retries=1)
 
 
+def keeps_apart(graph: Graph, method: str, options: SolveOptions) -> bool:
+    """Whether the store's key tells this solve from the same solve without offloading.
+
+    The window passes the store the very options it solves with; a store whose key did not
+    name offloading would serve one model's answer for the other, so such solves are neither
+    looked up nor stored (``solve --offload`` skips the store likewise).
+    """
+    if not options.offload:
+        return True
+    paper = replace(options, offload=False)
+    return result_key(graph, method, options).digest != result_key(graph, method, paper).digest
+
+
 def stored_result(graph: Graph, method: str, options: SolveOptions) -> StoredAnswer | None:
     """The stored result of this solve (replayed), if the store has one."""
+    if not keeps_apart(graph, method, options):
+        return None
     store = current_store(LOOKUP_TIMEOUT_S)
     stored = store.lookup(graph, method, options) if store is not None else None
     if stored is None:
@@ -81,7 +98,7 @@ def remember_result(
     Returns the pending write (tests wait on it); ``None`` when the store is off.
     """
     store = current_store()
-    if store is None:
+    if store is None or not keeps_apart(graph, method, options):
         return None
     return _writer.submit(store.put, graph, method, options, result)
 

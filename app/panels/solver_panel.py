@@ -34,6 +34,7 @@ from app.panels.live_range import time_range, value_range
 from app.project import SolverSettings
 from app.solving import SolveController, format_objective
 from app.theme import colors_for
+from app.views.gantt_text import is_offloading
 from app.workers import SolveRequest
 from solver.document.graph import Graph
 from solver.document.units import format_size
@@ -66,6 +67,8 @@ def method_choices(graph: Graph | None) -> list[tuple[str, str]]:
 def status_text(result: SolveResult) -> str:
     """One line saying how a solve ended, e.g. ``optimal · 9.01667 ms · 1.2 s``."""
     parts = [result.status.value, format_objective(result.objective)]
+    if is_offloading(result):
+        parts.append("with offloading")
     if result.gap is not None and result.status is not SolveStatus.OPTIMAL:
         parts.append(f"gap {100 * result.gap:.2g} %")
     parts.append(f"{result.seconds:.1f} s")
@@ -105,6 +108,15 @@ class SolverPanel(QWidget):
         self.gap_box = QDoubleSpinBox(decimals=3, minimum=0, maximum=50, suffix=" %")
         self.gap_box.setSingleStep(0.1)
         self.auto_box = QCheckBox("Auto-solve when a memory limit settles")
+        self.offload_box = QCheckBox(
+            "Allow offloading (copy a tensor to another device and keep it there)"
+        )
+        self.offload_box.setToolTip(
+            "XEngine may copy a tensor to another device at the end of a stage, keep it there "
+            "as a checkpoint and read it back when needed (POET's paging), besides recomputing "
+            "and moving operations. Off: the paper's model, unchanged. XEngine (all devices) "
+            "only."
+        )
         self.solve_button = QPushButton("Solve")
         self.solve_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -145,6 +157,7 @@ class SolverPanel(QWidget):
         form.addRow("Backend", self.backend_box)
         form.addRow("Time limit", self.time_limit_box)
         form.addRow("Gap", self.gap_box)
+        form.addRow(self.offload_box)
         form.addRow(self.auto_box)
         buttons = QHBoxLayout()
         buttons.addWidget(self.solve_button, 1)
@@ -166,6 +179,7 @@ class SolverPanel(QWidget):
         self.time_limit_box.editingFinished.connect(self._on_widgets_changed)
         self.gap_box.editingFinished.connect(self._on_widgets_changed)
         self.auto_box.toggled.connect(self._on_widgets_changed)
+        self.offload_box.toggled.connect(self._on_widgets_changed)
         self.solve_button.clicked.connect(self.request_solve)
         self.cancel_button.clicked.connect(self._controller.cancel)
 
@@ -204,6 +218,7 @@ class SolverPanel(QWidget):
             time_limit_s=float(self.time_limit_box.value()),
             gap_rel=float(self.gap_box.value()) / 100,
             auto_solve=self.auto_box.isChecked(),
+            offload=self.offload_box.isChecked(),
         )
         self._document.set_settings(settings)
 
@@ -239,6 +254,10 @@ class SolverPanel(QWidget):
             self.gap_box.setValue(100 * settings.gap_rel)
         with QSignalBlocker(self.auto_box):
             self.auto_box.setChecked(settings.auto_solve)
+        with QSignalBlocker(self.offload_box):
+            self.offload_box.setChecked(settings.offload)
+        # offloading is an option of XEngine over all devices (as solve --offload)
+        self.offload_box.setEnabled(settings.method == "xengine")
         if self._document.graph is not None and self.method_box.currentData() != settings.method:
             self._on_widgets_changed()  # the method named a device this graph does not have
 

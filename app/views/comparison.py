@@ -138,7 +138,8 @@ class ComparisonView(QWidget):
         self.cancel()
         self._methods = list(methods) if methods is not None else default_methods(graph)
         self._results = []
-        options = self._options or self._document.settings.solve_options()
+        # the paper's models of several methods: offloading is the Solve button's option
+        options = self._options or self._document.settings.solve_options(offload=False)
         chosen = list(self._methods)
         job = functools.partial(compare, graph, options, chosen)
         self._task.start_worker(ProcessWorker(job, "comparison"))

@@ -124,7 +124,8 @@ class ExplorerView(QWidget):
         with QSignalBlocker(self._device):
             self._device.setCurrentText(device)
         fractions = sweep_fractions(graph, device, steps)
-        options = self._options or self._document.settings.solve_options()
+        # the paper's models of several methods: offloading is the Solve button's option
+        options = self._options or self._document.settings.solve_options(offload=False)
         self._points = []
         self._expected = len(fractions) * len(SERIES)
         self._swept = device

@@ -12,7 +12,19 @@ from solver.document.units import format_ms, format_size
 from solver.execution.simulate import OpEvent, TransferEvent
 from solver.optimize.solve import SolveResult
 
-__all__ = ["summary_html", "op_tooltip", "transfer_tooltip", "legend_html", "range_totals"]
+__all__ = [
+    "is_offloading",
+    "summary_html",
+    "op_tooltip",
+    "transfer_tooltip",
+    "legend_html",
+    "range_totals",
+]
+
+
+def is_offloading(result: SolveResult) -> bool:
+    """Whether ``result`` came from the MIQP with offloading allowed (``solve --offload``)."""
+    return result.method.endswith("+offload")
 
 
 def summary_html(result: SolveResult | None, colors: Colors, provisional: bool = False) -> str:
@@ -30,8 +42,12 @@ def summary_html(result: SolveResult | None, colors: Colors, provisional: bool =
             f'<span style="color:{colors.cursor}"><b>provisional</b>: best found after '
             f"{result.seconds:.1f} s, still solving</span>"
         )
+    method = f"<b>{html.escape(result.method.removesuffix('+offload'))}</b>"
+    if is_offloading(result):
+        copies = sum(1 for tr in timeline.transfers if tr.offload)
+        method += f" with offloading ({copies} offloading copies)"
     parts += [
-        f"<b>{html.escape(result.method)}</b>",
+        method,
         f"<b>{format_ms(timeline.total_ms)}</b> total",
         f"compute {format_ms(timeline.compute_ms)}",
         f"transfers {format_ms(timeline.transfer_ms)} ({len(timeline.transfers)})",
