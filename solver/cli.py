@@ -29,7 +29,7 @@ from solver.execution.concurrent import concurrent_makespan
 from solver.execution.simulate import Timeline, effective_graph, simulate
 from solver.optimize.backends import available_backends
 from solver.optimize.bounds import no_remat_peak
-from solver.optimize.methods import METHODS, parse_method
+from solver.optimize.methods import METHODS, OFFLOAD_METHODS, offload_applies, parse_method
 from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
 from solver.sweeps.sweep import budget_steps
@@ -119,8 +119,12 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             "extra (pip install highspy) or use cbc"
         )
     offload = bool(getattr(args, "offload", False))
-    if offload and getattr(args, "method", "xengine") != "xengine":
-        raise UsageError("--offload is an option of --method xengine; drop one of them")
+    methods = getattr(args, "method", None) or ["xengine"]
+    methods = [methods] if isinstance(methods, str) else methods
+    if offload and not any(offload_applies(m) for m in methods):
+        raise UsageError(
+            f"--offload is an option of --method {' and '.join(OFFLOAD_METHODS)}; drop one of them"
+        )
     return SolveOptions(
         backend=args.solver,
         time_limit_s=args.time_limit,
@@ -266,8 +270,7 @@ def _solve_stored(graph: Graph, args: argparse.Namespace, options: SolveOptions)
     from solver.results.cached import solve_cached
     from solver.results.store import ResultStore, default_store_path
 
-    # Offloading results are not stored: the store's key does not tell the option apart.
-    path = None if args.no_store or options.offload else default_store_path()
+    path = None if args.no_store else default_store_path()
     store = ResultStore(path) if path is not None else None
     cancel = _cancel_on_interrupt()
     return solve_cached(graph, args.method, options, store, cancel=cancel, lookup=False).result
@@ -450,7 +453,7 @@ def _parser() -> argparse.ArgumentParser:
         "--offload",
         action="store_true",
         help="let the MIQP copy tensors to another device and keep them there (off: the "
-        "paper's model; results are not stored)",
+        "paper's model); for --method xengine and overlap",
     )
     solve_p.add_argument("-o", "--output", help="write the schedule JSON here")
     solve_p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -472,6 +475,12 @@ def _parser() -> argparse.ArgumentParser:
     sweep_p.add_argument("--steps", type=int, default=10)
     sweep_p.add_argument(
         "--method", action="append", help="repeat for several (default: xengine and checkmate)"
+    )
+    sweep_p.add_argument(
+        "--offload",
+        action="store_true",
+        help="xengine and overlap may offload (copy tensors to another device and keep them "
+        "there); other methods run unchanged",
     )
     sweep_p.add_argument("-o", "--output", help="write the results as CSV here")
     sweep_p.add_argument("more", nargs="*", metavar="GRAPH", help="more graphs to sweep alike")

@@ -9,7 +9,9 @@ and copies cost the most; a full pass without improvement widens them. Every imp
 an incumbent of :class:`~solver.optimize.incumbents.Incumbents`, so the GUI sees it at once.
 
 This only finds schedules; the bound comes from the full model (:mod:`solver.optimize.solve` runs
-both).
+both). It works alike on the offloading model (:mod:`solver.optimize.offload`): a copy ``O``
+belongs to its stage and tensor, and the end-of-stage holds ``H`` (continuous, like ``U``)
+are always free.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.document.schedule import Schedule
+from solver.execution.simulate import Timeline
 from solver.optimize.backends import BackendOptions, run_backend
 from solver.optimize.incumbents import Incumbents
 from solver.optimize.miqp import ArrayModel
 from solver.optimize.miqp_schedule import values_from_schedule, without_resident_recomputes
+from solver.optimize.offload import OffloadModel, values_from_offload_schedule
 from solver.status import SolveStatus
 
-__all__ = ["WindowSearch", "search_windows"]
+__all__ = ["WindowSearch", "encode_schedule", "search_windows"]
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +137,11 @@ class _Neighbourhoods:
             self.node[col], self.other[col] = g.edge_pairs[e]
         for (_, t, _), col in model.U.items():
             self.stage[col], self.is_u[col] = t, True
+        if isinstance(model, OffloadModel):
+            for (_, _, t, i), col in model.O.items():
+                self.stage[col], self.node[col] = t, i
+            for (_, t, _), col in model.H.items():
+                self.stage[col], self.is_u[col] = t, True
 
         n = g.n
         self.per = {
@@ -188,6 +198,14 @@ def _incumbent_values(model: ArrayModel, best: Incumbents) -> np.ndarray | None:
     if schedule is None or timeline is None:
         return None
     schedule, timeline = without_resident_recomputes(model.graph, schedule, timeline)
+    return encode_schedule(model, schedule, timeline)
+
+
+def encode_schedule(model: ArrayModel, schedule: Schedule, timeline: Timeline) -> np.ndarray | None:
+    """``schedule`` as column values of ``model`` (the paper's or the offloading one), or
+    ``None`` where the model cannot express it."""
+    if isinstance(model, OffloadModel):
+        return values_from_offload_schedule(model, schedule, timeline)
     return values_from_schedule(model, schedule, timeline)
 
 

@@ -31,7 +31,9 @@ from solver.status import SolveStatus
 
 __all__ = [
     "METHODS",
+    "OFFLOAD_METHODS",
     "SINGLE_DEVICE_METHODS",
+    "offload_applies",
     "parse_method",
     "solve",
     "Comparison",
@@ -40,6 +42,20 @@ __all__ = [
 
 SINGLE_DEVICE_METHODS = ("checkmate", "checkpoint-all", "chen-sqrtn", "chen-greedy")
 METHODS = ("xengine", "greedy", "overlap", *SINGLE_DEVICE_METHODS)
+OFFLOAD_METHODS = ("xengine", "overlap")
+"""Methods whose answer ``SolveOptions.offload`` changes (the MIQP, and the overlap search that
+starts from it); the others ignore the option (a single device has nowhere to offload to)."""
+
+
+def offload_applies(method: str) -> bool:
+    """Whether ``SolveOptions.offload`` changes the answer of ``method`` (``name[:device]``).
+
+    Examples
+    --------
+    >>> offload_applies("xengine"), offload_applies("overlap"), offload_applies("checkmate:gpu")
+    (True, True, False)
+    """
+    return method.partition(":")[0] in OFFLOAD_METHODS
 
 
 def parse_method(graph: Graph, method: str) -> tuple[str, list[str]]:
@@ -104,7 +120,8 @@ def _single_device(graph, name, device, options, on_progress, cancel) -> SolveRe
         )
     if name == "checkmate":
         alone = graph.with_devices([device])
-        result = solve_xengine(alone, options, on_progress, cancel, method=f"checkmate:{device}")
+        paper = replace(options, offload=False)  # one device: nowhere to offload to
+        result = solve_xengine(alone, paper, on_progress, cancel, method=f"checkmate:{device}")
         if result.schedule is None:
             return result
         limits = {d.name: d.memory for d in graph.devices}

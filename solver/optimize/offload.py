@@ -40,28 +40,26 @@ import numpy as np
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule, SolverInfo
 from solver.execution.simulate import Timeline, offload_ms, simulate
-from solver.optimize.backends import BackendOptions, run_backend
-from solver.optimize.bounds import explain_infeasible
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
 from solver.optimize.miqp import (
     BYTES_PER_NONZERO,
     DEFAULT_MEMORY_LIMIT,
     INF,
     ArrayModel,
-    BuildInterrupted,
     ModelTooLarge,
+    _affordable,
     _Builder,
+    _capped,
     _fits,
     add_freeing_constraints,
     add_frontier_constraints,
     add_input_constraints,
     add_memory_constraints,
-    cheapest_once,
     estimate_size,
     memory_units,
 )
-from solver.optimize.miqp_schedule import schedule_from_values, values_from_schedule
-from solver.status import SolveStatus
+from solver.optimize.miqp_schedule import schedule_from_values
+from solver.status import Progress, SolveStatus
 
 if TYPE_CHECKING:
     from solver.optimize.solve import SolveOptions
@@ -71,7 +69,9 @@ __all__ = [
     "build_offload_model",
     "schedule_from_offload_values",
     "solve_offload",
+    "values_from_offload_schedule",
     "OFFLOAD_METHOD",
+    "PAPER_SHARE",
 ]
 
 logger = logging.getLogger(__name__)
@@ -96,10 +96,12 @@ def build_offload_model(
     deadline: float | None = None,
     cancel: threading.Event | None = None,
     memory_limit: int | None = None,
+    upper_bound: float | None = None,
 ) -> OffloadModel:
     """Build XEngine's solved model extended with offloading copies (module docstring).
 
-    Parameters are those of :func:`solver.optimize.miqp.build_array_model`.
+    Parameters are those of :func:`solver.optimize.miqp.build_array_model`; ``upper_bound``
+    (a known schedule's cost) leaves out runs, transfers and copies that alone cost more.
 
     Examples
     --------
@@ -118,6 +120,7 @@ def build_offload_model(
             f"{nonzeros:,} coefficients; coarsen the graph or solve without offloading"
         )
     model = OffloadModel(graph, memory_units(graph, rounding), None)  # type: ignore[arg-type]
+    model.upper_bound = upper_bound
     b = _Builder(deadline, cancel)
     _add_variables(model, b)
     add_frontier_constraints(model, b)
@@ -156,7 +159,7 @@ def _add_variables(model: OffloadModel, b: _Builder) -> None:
         for t in range(g.n):
             for i in range(t + 1):
                 if runs[d][i]:
-                    model.R[d, t, i] = b.column(float(g.cost[d, i]))
+                    model.R[d, t, i] = b.column(_capped(model, float(g.cost[d, i])))
                 if i < t and holds[d][i]:
                     model.S[d, t, i] = b.column()
             for e, (i, k) in enumerate(g.edge_pairs):
@@ -171,8 +174,8 @@ def _add_variables(model: OffloadModel, b: _Builder) -> None:
                     if src == dst or not (holds[src][i] and runs[dst][k]):
                         continue
                     cost = float(g.transfer[e, src, dst])
-                    if math.isfinite(cost):
-                        model.X[src, dst, t, e] = b.column(cost, 1.0, integer=False)
+                    if math.isfinite(cost) and _affordable(model, cost):
+                        model.X[src, dst, t, e] = b.column(_capped(model, cost), 1.0, integer=False)
     for d in range(num_d):
         if model.memory.binds(d):
             for t in range(g.n):
@@ -187,8 +190,8 @@ def _add_variables(model: OffloadModel, b: _Builder) -> None:
                     if src == dst or (dst, t + 1, i) not in model.S or not holds[src][i]:
                         continue
                     ms = offload_ms(g, i, names[src], names[dst])
-                    if math.isfinite(ms):
-                        model.O[src, dst, t, i] = b.column(ms)
+                    if math.isfinite(ms) and _affordable(model, ms):
+                        model.O[src, dst, t, i] = b.column(_capped(model, ms))
                         if model.memory.binds(src) and (src, t, i) not in model.H:
                             model.H[src, t, i] = b.column(integer=False)
 
@@ -278,16 +281,78 @@ def schedule_from_offload_values(
     return replace(plain, stages=tuple(stages))
 
 
-def _start_values(model: OffloadModel, schedule: Schedule, best: Incumbents) -> np.ndarray | None:
-    """A MIP start from a schedule without copies: the solved model's encoding, ``H = S``."""
-    if any(stage.copies for stage in schedule.stages) or best.timeline is None:
+def values_from_offload_schedule(
+    model: OffloadModel, schedule: Schedule, timeline: Timeline
+) -> np.ndarray | None:
+    """Column values encoding a valid schedule, offloading copies included, or ``None`` if the
+    model cannot express it (an operation or copy the model leaves out, or a resident tensor
+    recomputed: see :func:`~solver.optimize.miqp_schedule.without_resident_recomputes`).
+
+    The offloading counterpart of :func:`~solver.optimize.miqp_schedule.values_from_schedule`:
+    ``R``, ``X``, ``S`` (copies are kept on their target), ``F`` from the replay's frees,
+    ``O`` per copy, ``H`` where a tensor is kept into the next stage or sent, and ``U`` by
+    its recurrence. Used for MIP starts and to fix the incumbent in the neighbourhood search.
+    """
+    g = model.graph
+    dev = g.device_index
+    x = np.zeros(model.program.num_cols)
+    try:
+        for t, stage in enumerate(schedule.stages):
+            for op in stage.ops:
+                d, k = dev[op.device], g.index[op.node]
+                x[model.R[d, t, k]] = 1.0
+                for source_id, source in op.inputs.items():
+                    if source != op.device:
+                        e = g.edge_number[g.index[source_id], k]
+                        x[model.X[dev[source], d, t, e]] = 1.0
+            if t + 1 < g.n:
+                for device, kept in stage.keep.items():
+                    for node in kept:
+                        x[model.S[dev[device], t + 1, g.index[node]]] = 1.0
+            for node, source, target in stage.offload_copies():
+                i = g.index[node]
+                x[model.O[dev[source], dev[target], t, i]] = 1.0
+                if (dev[source], t, i) in model.H:
+                    x[model.H[dev[source], t, i]] = 1.0
+        for event in timeline.ops:
+            k = g.index[event.node]
+            for device, tensor in event.freed:
+                edge = g.edge_number.get((g.index[tensor], k))
+                if edge is not None:
+                    x[model.F[dev[device], event.stage, edge]] = 1.0
+    except (KeyError, IndexError):
         return None
-    x = values_from_schedule(model, schedule, best.timeline)
-    if x is not None:
-        for (d, t, i), h in model.H.items():
-            if (d, t + 1, i) in model.S:
-                x[h] = x[model.S[d, t + 1, i]]
+    for key, column in model.S.items():
+        if x[column] > 0.5 and key in model.R and x[model.R[key]] > 0.5:
+            return None
+    for (d, t, i), h in model.H.items():
+        if (d, t + 1, i) in model.S:
+            x[h] = max(x[h], x[model.S[d, t + 1, i]])
+    _fill_memory(model, x)
     return x
+
+
+def _fill_memory(model: OffloadModel, x: np.ndarray) -> None:
+    """Each ``U`` by its recurrence (``U[d,t,k]`` follows ``U[d,t,k']`` in the same stage)."""
+    g = model.graph
+    size = model.memory.sizes
+    incoming: list[list[int]] = [[] for _ in range(g.n)]
+    for e, (_, k) in enumerate(g.edge_pairs):
+        incoming[k].append(e)
+    for d in range(g.num_devices):
+        if not model.memory.binds(d):
+            continue
+        for t in range(g.n):
+            held = sum(
+                float(size[d, i]) * x[model.S[d, t, i]] for i in range(t) if (d, t, i) in model.S
+            )
+            for k in range(t + 1):
+                if (d, t, k) in model.U:
+                    held += float(size[d, k]) * x[model.R[d, t, k]]
+                    x[model.U[d, t, k]] = max(0.0, held)
+                for e in incoming[k]:
+                    if (d, t, e) in model.F:
+                        held -= float(size[d, g.edge_pairs[e][0]]) * x[model.F[d, t, e]]
 
 
 class _OffloadIncumbents(Incumbents):
@@ -295,7 +360,10 @@ class _OffloadIncumbents(Incumbents):
 
     def offer_values(self, model, values, claimed=None) -> bool:
         info = SolverInfo(self.method, self.backend, SolveStatus.FEASIBLE, objective=claimed)
-        schedule = schedule_from_offload_values(model, values, info)
+        if isinstance(model, OffloadModel):
+            schedule = schedule_from_offload_values(model, values, info)
+        else:
+            schedule = schedule_from_values(model, values, info)
         timeline = simulate(self.graph, schedule)
         if not timeline.valid:
             self.rejected.append(f"the solver's schedule does not replay: {timeline.violation}")
@@ -309,6 +377,12 @@ class _OffloadIncumbents(Incumbents):
         return self.offer(schedule, timeline, self.backend)
 
 
+PAPER_SHARE = 0.5
+"""The share of the time limit the paper's model gets first when no start is given: its
+schedule (with its neighbourhood search and confirmation in bytes) is never beaten by
+offloading's for long, and every one of its schedules is one of the offloading model's."""
+
+
 def solve_offload(
     graph: Graph,
     options: SolveOptions,
@@ -318,15 +392,18 @@ def solve_offload(
 ) -> SolveResult:
     """Solve XEngine's MIQP with offloading copies allowed (``SolveOptions.offload``).
 
-    ``start``, a valid schedule and its replay (e.g. the paper's model's result), is offered
-    as an incumbent beside the heuristic one: every schedule of the paper's model is one of
-    this model (no copies), so the result is never dearer than it.
+    First the paper's model (:func:`~solver.optimize.solve.solve_xengine`) runs for
+    :data:`PAPER_SHARE` of the time limit, unless ``start`` (a valid schedule and its replay,
+    e.g. the paper's model's result) is given; its best schedule is an incumbent here, and
+    every schedule of the paper's model is one of this model's (no copies), so the result is
+    never dearer than it. Its bound is not offloading's and is not reported.
 
-    Like :func:`solver.optimize.solve.solve_xengine`: the heuristic start is the first incumbent,
-    every schedule is replayed, and "optimal" is claimed only for an exact model whose
-    optimum replays at the proven cost. Memory rows rounded to units (very large budgets)
-    make the result "feasible" at best, with the safe rounding (no neighbourhood search and
-    no confirmation in bytes here, unlike the default model).
+    Then, like the paper's model (:func:`solver.optimize.solve.solve_model`): the offloading
+    model with its neighbourhood search beside it (``options.improve``), every schedule
+    replayed, and "optimal" claimed only for an optimum that replays at the proven cost.
+    Where memory rows are rounded (very large budgets) the relaxed model's optimum is
+    confirmed in bytes, or the safe model searches for the rest of the time and the result
+    is "feasible" with the relaxed model's bound (docs/spec-notes.md, "Memory in bytes").
 
     Examples
     --------
@@ -336,74 +413,48 @@ def solve_offload(
     >>> result.status.value, result.timeline.total_ms
     ('optimal', 11.0)
     """
-    from solver.optimize.solve import _best_baseline
+    from solver.optimize.solve import solve_model, start_solve
 
-    reason = explain_infeasible(graph)
-    if reason:
-        return SolveResult(OFFLOAD_METHOD, SolveStatus.INFEASIBLE, message=reason)
-    started = time.monotonic()
-    deadline = started + options.time_limit_s
-    backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
-    best = _OffloadIncumbents(graph, OFFLOAD_METHOD, backend, on_progress)
-    if options.warm_start:
-        heuristic = _best_baseline(graph)
-        if heuristic is not None:
-            best.offer(*heuristic, source="a heuristic")
-    if start is not None:
+    begun = start_solve(graph, options, OFFLOAD_METHOD, on_progress, _OffloadIncumbents)
+    if isinstance(begun, SolveResult):
+        return begun
+    best = begun.best
+    if start is None:
+        paper = _papers_model(graph, options, begun.deadline, on_progress, cancel)
+        if paper.ok and paper.schedule is not None and paper.timeline is not None:
+            best.offer(paper.schedule, paper.timeline, source="the paper's model")
+        if cancel is not None and cancel.is_set():
+            stopped = replace(begun.base, status=SolveStatus.CANCELLED)
+            return best.result(stopped, "cancelled while solving the paper's model")
+    else:
         best.offer(*start, source=start[0].solver.method if start[0].solver else "the start")
-    base = SolveResult(method=OFFLOAD_METHOD, status=SolveStatus.ERROR, backend=backend)
-    rounding = "relaxed" if memory_units(graph).all_exact else "safe"
-    try:
-        model = build_offload_model(graph, rounding=rounding, deadline=deadline, cancel=cancel)
-    except BuildInterrupted as exc:
-        status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
-        return best.result(replace(base, status=status), f"stopped while building ({exc.reason})")
-    except ModelTooLarge as exc:
-        return best.result(base, str(exc))
-    base = replace(
-        base,
-        build_seconds=time.monotonic() - started,
-        variables=model.num_variables,
-        constraints=model.num_constraints,
+    return solve_model(
+        begun, build_offload_model, options, on_progress, cancel, label="XEngine with offloading"
     )
-    remaining = deadline - time.monotonic()
-    if remaining <= 0.05 or (cancel is not None and cancel.is_set()):
-        stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
-        return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
-    mip_start = options.mip_start if options.mip_start is not None else options.backend == "highs"
-    start_values = (
-        _start_values(model, best.schedule, best) if mip_start and best.schedule else None
-    )
-    best.floor = max(best.floor or 0.0, cheapest_once(model))
-    outcome = run_backend(
-        model.program,
-        BackendOptions(
-            backend=options.backend,
-            time_limit_s=remaining,
-            gap_rel=options.gap_rel,
-            threads=options.threads,
-        ),
-        best.merged_progress(on_progress),
+
+
+def _papers_model(
+    graph: Graph,
+    options: SolveOptions,
+    deadline: float,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+) -> SolveResult:
+    """The paper's model for its share of the time, its progress reported without its bound
+    (a bound of the paper's model is none of offloading's: offloading may go below it)."""
+    from solver.optimize.solve import solve_xengine
+
+    share = max(0.0, deadline - time.monotonic()) * PAPER_SHARE
+    if share < 0.5:
+        return SolveResult("xengine", SolveStatus.TIME_LIMIT)
+
+    def unbounded(progress: Progress) -> None:
+        assert on_progress is not None
+        on_progress(replace(progress, bound=None, gap=None))
+
+    return solve_xengine(
+        graph,
+        replace(options, offload=False, time_limit_s=share),
+        unbounded if on_progress is not None else None,
         cancel,
-        start=start_values,
-        on_solution=lambda values: best.offer_values(model, values),
     )
-    if outcome.values is not None:
-        best.offer_values(model, outcome.values, claimed=outcome.objective)
-    if rounding == "safe":  # the safe model's optimum and bound do not hold in bytes
-        proven = SolveStatus.FEASIBLE if outcome.status is SolveStatus.OPTIMAL else None
-        outcome = replace(
-            outcome,
-            status=proven or outcome.status,
-            bound=None,
-            message="memory rows rounded up (safe): no bound valid in bytes",
-        )
-    base = replace(
-        base,
-        status=outcome.status,
-        bound=outcome.bound,
-        seconds=time.monotonic() - started,
-        message=outcome.message,
-        log_tail=outcome.log_tail,
-    )
-    return best.conclude(base, outcome, cutoff_used=False)

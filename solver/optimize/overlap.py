@@ -206,11 +206,12 @@ def solve_overlap(
     heuristic (status ``feasible``): its ``objective`` and ``timeline`` are the serial replay,
     as for every method; ``message`` gives the concurrent makespan and where it started.
     """
+    method = "overlap+offload" if options.offload else "overlap"
     valid = [r for r in starts if r.ok and r.schedule is not None]
     if not valid:
         why = "; ".join(f"{r.method}: {r.message or r.status.value}" for r in starts)
         status = starts[0].status if starts else SolveStatus.CANCELLED
-        return SolveResult("overlap", status, message=f"no schedule to start from ({why})")
+        return SolveResult(method, status, message=f"no schedule to start from ({why})")
     started = time.perf_counter()
     share = options.time_limit_s / len(valid)
     schedules = [r.schedule for r in valid if r.schedule is not None]  # ok: every one has it
@@ -220,14 +221,14 @@ def solve_overlap(
     seconds = sum(r.seconds for r in valid) + time.perf_counter() - started
     serial = best.layout.serial
     info = SolverInfo(
-        method="overlap",
+        method=method,
         backend="heuristic",
         status=SolveStatus.FEASIBLE,
         objective=serial.total_ms,
         seconds=seconds,
     )
     return SolveResult(
-        "overlap",
+        method,
         SolveStatus.FEASIBLE,
         replace(best.schedule, solver=info),
         serial,

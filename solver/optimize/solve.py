@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -22,7 +23,7 @@ from solver.optimize.baselines import checkpoint_all, chen_greedy
 from solver.optimize.bounds import explain_infeasible
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
-from solver.optimize.lns import search_windows
+from solver.optimize.lns import encode_schedule, search_windows
 from solver.optimize.miqp import (
     ArrayModel,
     BuildInterrupted,
@@ -30,10 +31,19 @@ from solver.optimize.miqp import (
     build_array_model,
     cheapest_once,
 )
-from solver.optimize.miqp_schedule import values_from_schedule
 from solver.status import SolveStatus
 
-__all__ = ["ProgressCallback", "SolveOptions", "SolveResult", "solve_xengine"]
+__all__ = [
+    "ModelBuilder",
+    "ProgressCallback",
+    "SolveOptions",
+    "SolveResult",
+    "SolveStart",
+    "best_baseline",
+    "solve_model",
+    "start_solve",
+    "solve_xengine",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -86,20 +96,80 @@ def solve_xengine(
         from solver.optimize.offload import solve_offload
 
         return solve_offload(graph, options, on_progress, cancel)
+    start = start_solve(graph, options, method, on_progress)
+    if isinstance(start, SolveResult):
+        return start
+    return solve_model(start, build_array_model, options, on_progress, cancel, label="XEngine")
+
+
+@dataclass
+class SolveStart:
+    """A solve that has begun: its incumbents (the heuristic start offered), its clock, and
+    the result it will fill in (``base``: method and backend, status ``error`` until known)."""
+
+    best: Incumbents
+    started: float
+    deadline: float
+    base: SolveResult
+
+
+def start_solve(
+    graph: Graph,
+    options: SolveOptions,
+    method: str,
+    on_progress: ProgressCallback | None = None,
+    incumbents: type[Incumbents] = Incumbents,
+) -> SolveStart | SolveResult:
+    """The start every MIQP solve shares: the infeasibility check, the deadline, the backend's
+    name, and the heuristic start (:func:`best_baseline`) as the first incumbent.
+
+    Returns the finished :class:`SolveResult` when the budgets are infeasible (model.md §4's
+    explanation), else the :class:`SolveStart`. ``incumbents`` is the class that reads the
+    backend's values (the offloading model's reads its copies too).
+    """
     reason = explain_infeasible(graph)
     if reason:
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
     started = time.monotonic()
-    deadline = started + options.time_limit_s
     backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
-    best = Incumbents(graph, method, backend, on_progress)
+    best = incumbents(graph, method, backend, on_progress)
     if options.warm_start:
-        start = _best_baseline(graph)
-        if start is not None:
-            best.offer(*start, source=_source_name(start[0]))
+        heuristic = best_baseline(graph)
+        if heuristic is not None:
+            best.offer(*heuristic, source=_source_name(heuristic[0]))
     base = SolveResult(method=method, status=SolveStatus.ERROR, backend=backend)
+    return SolveStart(best, started, started + options.time_limit_s, base)
+
+
+class ModelBuilder(Protocol):
+    """Builds a model of ``graph`` (:func:`~solver.optimize.miqp.build_array_model`'s keywords)."""
+
+    def __call__(
+        self,
+        graph: Graph,
+        *,
+        rounding: str = "relaxed",
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        upper_bound: float | None = None,
+    ) -> ArrayModel: ...
+
+
+def solve_model(
+    start: SolveStart,
+    build: ModelBuilder,
+    options: SolveOptions,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    label: str = "XEngine",
+) -> SolveResult:
+    """Build the model with ``build``, run the backend (and the neighbourhood search beside it,
+    if ``options.improve``), confirm the answer in bytes where memory rows were rounded, and
+    conclude. Shared by the paper's model and the offloading one."""
+    best, started, deadline, base = start.best, start.started, start.deadline, start.base
+    graph = best.graph
     try:
-        model = build_array_model(graph, deadline=deadline, cancel=cancel, upper_bound=best.cost)
+        model = build(graph, deadline=deadline, cancel=cancel, upper_bound=best.cost)
     except BuildInterrupted as exc:
         status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
         why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
@@ -113,10 +183,10 @@ def solve_xengine(
         constraints=model.num_constraints,
     )
     best.note(
-        f"XEngine: model built in {base.build_seconds:.1f} s: {model.num_variables:,} "
+        f"{label}: model built in {base.build_seconds:.1f} s: {model.num_variables:,} "
         f"variables, {model.num_constraints:,} constraints"
     )
-    outcome = _run_model(model, options, best, deadline, on_progress, cancel)
+    outcome = _run_model(model, build, options, best, deadline, on_progress, cancel)
     if outcome is None:  # the deadline or a cancel came before the backend could start
         stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
         return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
@@ -133,12 +203,15 @@ def solve_xengine(
         claimed = None if model.capped else outcome.objective
         best.offer_values(model, outcome.values, claimed=claimed)
     if not model.memory.all_exact:
-        outcome = _confirm_in_bytes(model, outcome, options, best, deadline, on_progress, cancel)
+        outcome = _confirm_in_bytes(
+            model, build, outcome, options, best, deadline, on_progress, cancel
+        )
     return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
 
 
 def _confirm_in_bytes(
     relaxed: ArrayModel,
+    build: ModelBuilder,
     outcome: BackendResult,
     options: SolveOptions,
     best: Incumbents,
@@ -171,12 +244,12 @@ def _confirm_in_bytes(
     )
     why = f"memory rows rounded ({rounded}); the bound is the relaxed model's, valid in bytes"
     try:
-        safe = build_array_model(
+        safe = build(
             g, rounding="safe", deadline=deadline, cancel=cancel, upper_bound=relaxed.upper_bound
         )
     except (BuildInterrupted, ModelTooLarge):
         return replace(outcome, status=_not_proven(outcome.status), message=why)
-    second = _run_model(safe, options, best, deadline, on_progress, cancel)
+    second = _run_model(safe, build, options, best, deadline, on_progress, cancel)
     if second is None:
         return replace(outcome, status=_not_proven(outcome.status), message=why)
     if second.values is not None:
@@ -195,6 +268,7 @@ def _not_proven(status: SolveStatus) -> SolveStatus:
 
 def _run_model(
     model: ArrayModel,
+    build: ModelBuilder,
     options: SolveOptions,
     best: Incumbents,
     deadline: float,
@@ -207,7 +281,7 @@ def _run_model(
         return None
     start = None
     if _mip_start(options) and best.schedule is not None and best.timeline is not None:
-        start = values_from_schedule(model, best.schedule, best.timeline)
+        start = encode_schedule(model, best.schedule, best.timeline)
     backend_options = BackendOptions(
         backend=options.backend,
         time_limit_s=remaining,
@@ -221,7 +295,7 @@ def _run_model(
     if options.improve and best.timeline is not None:
         search = threading.Thread(
             target=_improve,
-            args=(model, best, options.backend, deadline, cancel, proven),
+            args=(model, build, best, options.backend, deadline, cancel, proven),
             name="xengine-lns",
             daemon=True,
         )
@@ -253,6 +327,7 @@ the rest of the time (a backend that failed or stopped early leaves it the machi
 
 def _improve(
     model: ArrayModel,
+    build: ModelBuilder,
     best: Incumbents,
     backend: str,
     deadline: float,
@@ -264,7 +339,7 @@ def _improve(
     schedules that overrun by a few bytes)."""
     if model.memory.rounding != "safe" and not model.memory.all_exact:
         try:
-            model = build_array_model(
+            model = build(
                 model.graph,
                 rounding="safe",
                 deadline=deadline,
@@ -298,7 +373,7 @@ def _source_name(schedule: Schedule) -> str:
 
 
 # ----- warm start ----------------------------------------------------------------------------
-def _best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
+def best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
     """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one)."""
     best: tuple[Schedule, Timeline] | None = None
     greedy = best_heterogeneous(graph)

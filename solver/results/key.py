@@ -9,6 +9,14 @@ answer and are left out, so a renamed or re-saved graph still finds its results.
 threads, MIP start and cutoff are not part of the key: they decide how soon the optimum is
 found, not what it is; the limit is stored beside the answer and compared on lookup
 (:mod:`solver.results.store`).
+
+Offloading (``SolveOptions.offload``) changes the answer of the methods it applies to
+(:data:`~solver.optimize.methods.OFFLOAD_METHODS`): their key's method is then
+``"<method>+offload"`` (``xengine+offload``, the method name the offloading solve reports), so
+a result with offloading is never served for a request without it, nor the reverse. Without
+the option the key is exactly what it was before the option existed, so stored rows stay
+valid; for the other methods (heuristics, single-device Checkmate, which has nowhere to
+offload to) the option changes nothing and is left out.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solver.document.graph import Graph
+from solver.optimize.methods import offload_applies
 from solver.optimize.solve import SolveOptions
 
 __all__ = [
@@ -27,6 +36,7 @@ __all__ = [
     "graph_hash",
     "result_key",
     "is_deterministic",
+    "keyed_method",
 ]
 
 DETERMINISTIC_METHODS = ("greedy", "checkpoint-all", "chen-sqrtn", "chen-greedy")
@@ -56,6 +66,19 @@ def is_deterministic(method: str) -> bool:
     return method.partition(":")[0] in DETERMINISTIC_METHODS
 
 
+def keyed_method(method: str, options: SolveOptions) -> str:
+    """The method as the key names it: ``"<method>+offload"`` where offloading applies.
+
+    Examples
+    --------
+    >>> keyed_method("xengine", SolveOptions(offload=True)), keyed_method("xengine", SolveOptions())
+    ('xengine+offload', 'xengine')
+    >>> keyed_method("checkmate:gpu", SolveOptions(offload=True))  # one device: nowhere to offload
+    'checkmate:gpu'
+    """
+    return f"{method}+offload" if options.offload and offload_applies(method) else method
+
+
 def graph_hash(graph: Graph) -> str:
     """SHA-256 of everything in ``graph`` but the budgets that changes a schedule's answer.
 
@@ -79,10 +102,12 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
     >>> a = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(time_limit_s=5))
     >>> b = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(time_limit_s=60))
     >>> c = result_key(unit_chain(3, budget=5), "xengine", SolveOptions())
-    >>> a == b, a.digest == c.digest
-    (True, False)
+    >>> d = result_key(unit_chain(3, budget=4), "xengine", SolveOptions(offload=True))
+    >>> a == b, a.digest == c.digest, a.digest == d.digest, d.method
+    (True, False, False, 'xengine+offload')
     """
     structure = graph_hash(graph)
+    method = keyed_method(method, options)
     budgets = tuple((d.name, int(d.memory)) for d in graph.devices)
     if is_deterministic(method):
         backend, gap = "", None

@@ -427,6 +427,10 @@ def _revive(graph: Graph, row: StoredRow) -> StoredResult:
                 f"{stored:.6g} ms"
             )
         result = replace(result, schedule=schedule, timeline=timeline)
+        if schedule.solver is not None and schedule.solver.method:
+            # the method that found it, as a fresh solve names it ("checkmate:gpu" for a
+            # "checkmate" row): a sweep's rows read the same solved or stored
+            result = replace(result, method=schedule.solver.method)
     elif status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         raise ValueError(f"status {row.status} but no schedule")
     return StoredResult(row.id, result, row.time_limit_s, row.final, row.created)

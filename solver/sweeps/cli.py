@@ -42,6 +42,7 @@ CSV_HEADER = (
     "seconds",
     "graph",
     "from_store",
+    "offload",
 )
 EXIT_OK, EXIT_NO_SCHEDULE = 0, 1
 
@@ -77,6 +78,7 @@ def sweep_csv(points: Sequence[SweepPoint]) -> str:
                     f"{p.result.seconds:.3f}",
                     p.graph,
                     "yes" if p.from_store else "no",
+                    "yes" if p.offload else "no",
                 ]
             )
         )

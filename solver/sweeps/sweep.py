@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from solver.document.graph import Graph
 from solver.optimize.bounds import no_remat_peak
-from solver.optimize.methods import solve
+from solver.optimize.methods import offload_applies, solve
 from solver.optimize.solve import SolveOptions, SolveResult
 from solver.results.store import ResultStore, StoredResult
 from solver.status import SolveStatus
@@ -52,7 +52,8 @@ class SweepPoint:
     """One solve of the sweep: ``budget`` bytes of activation memory on ``device``.
 
     ``graph`` names the network (the CLI's argument); ``from_store`` is true when the result
-    store answered without solving.
+    store answered without solving; ``offload`` when the solve could offload (``--offload``
+    and a method it applies to, :func:`~solver.optimize.methods.offload_applies`).
     """
 
     device: str
@@ -62,6 +63,7 @@ class SweepPoint:
     result: SolveResult
     graph: str = ""
     from_store: bool = False
+    offload: bool = False
 
     @property
     def total_ms(self) -> float | None:
@@ -84,8 +86,16 @@ class SweepTask:
 
     def point(self, result: SolveResult, from_store: bool = False) -> SweepPoint:
         """The sweep point of this task with ``result``."""
+        offload = self.options.offload and offload_applies(self.method)
         return SweepPoint(
-            self.device, self.fraction, self.budget, self.method, result, self.label, from_store
+            self.device,
+            self.fraction,
+            self.budget,
+            self.method,
+            result,
+            self.label,
+            from_store,
+            offload,
         )
 
 

@@ -114,7 +114,9 @@ def test_sweep_command_streams_rows_and_writes_a_sorted_csv(tmp_path, capsys):
     assert main(args) == 0
     captured = capsys.readouterr()
     rows = out.read_text().splitlines()
-    assert rows[0] == "device,fraction,budget_bytes,method,status,total_ms,seconds,graph,from_store"
+    assert rows[0] == (
+        "device,fraction,budget_bytes,method,status,total_ms,seconds,graph,from_store,offload"
+    )
     assert [(r.split(",")[7], r.split(",")[1]) for r in rows[1:]] == [
         ("diamond", "1.0"),
         ("diamond", "0.1"),
@@ -126,7 +128,7 @@ def test_sweep_command_streams_rows_and_writes_a_sorted_csv(tmp_path, capsys):
     assert main(args) == 0
     captured = capsys.readouterr()
     assert "4/4 solves (4 from the store)" in captured.err
-    assert [r.split(",")[-1] for r in out.read_text().splitlines()[1:]] == ["yes"] * 4
+    assert [r.split(",")[8:] for r in out.read_text().splitlines()[1:]] == [["yes", "no"]] * 4
 
 
 def test_progress_line_redraws_in_place_on_a_terminal(tasks):
