@@ -138,19 +138,27 @@ def parse_bandwidth(value: object) -> float:
 def format_size(num_bytes: float) -> str:
     """Format bytes with a binary unit for display, e.g. ``2.0 GiB``.
 
+    Units go up to PiB, as sizes do (:data:`MAX_SIZE`), so a host's 2 TB reads ``1.8 TiB``
+    rather than ``1.86e+03 GiB``; three significant digits never turn into an exponent.
+
     Examples
     --------
     >>> format_size(1536), format_size(3 * 1024**3), format_size(12)
     ('1.5 KiB', '3.0 GiB', '12 B')
+    >>> format_size(2 * 10**12), format_size(1000 * 1024**2), format_size(2**53)
+    ('1.8 TiB', '1000 MiB', '8.0 PiB')
     """
     value = float(num_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    for unit in units:
+        if abs(value) < 1024 or unit == units[-1]:
             break
         value /= 1024
     if unit == "B":
         return f"{int(round(value))} B"
-    return f"{value:.3g} {unit}" if abs(value) >= 100 else f"{value:.1f} {unit}"
+    if abs(value) >= 100:
+        return f"{value:.0f} {unit}"
+    return f"{value:.1f} {unit}"
 
 
 def format_ms(ms: float) -> str:
