@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from solver.optimize.solve import SolveOptions
 
 __all__ = [
+    "OffloadIncumbents",
     "OffloadModel",
     "build_offload_model",
     "schedule_from_offload_values",
@@ -355,7 +356,7 @@ def _fill_memory(model: OffloadModel, x: np.ndarray) -> None:
                         held -= float(size[d, g.edge_pairs[e][0]]) * x[model.F[d, t, e]]
 
 
-class _OffloadIncumbents(Incumbents):
+class OffloadIncumbents(Incumbents):
     """Incumbents that read the backend's values with the offloading copies."""
 
     def offer_values(self, model, values, claimed=None) -> bool:
@@ -415,7 +416,7 @@ def solve_offload(
     """
     from solver.optimize.solve import solve_model, start_solve
 
-    begun = start_solve(graph, options, OFFLOAD_METHOD, on_progress, _OffloadIncumbents)
+    begun = start_solve(graph, options, OFFLOAD_METHOD, on_progress, OffloadIncumbents)
     if isinstance(begun, SolveResult):
         return begun
     best = begun.best

@@ -15,6 +15,12 @@ the schedule's structure:
   its recomputations (a recomputed segment moves as a whole, without copies back and forth).
 * **reuse**: drop a recomputation and let its readers use the previous instance of the same
   tensor, kept (on its device) from its last use until the dropped recomputation's last reader.
+* **offloading copies** (docs/spec-notes.md, "Offloading"): a copy is an instance of its own,
+  on its target, read and kept like any other. *Retarget* a copy to another device, or *drop*
+  it (the source keeps the tensor instead and its readers read it there); *offload* a kept
+  instance: at the first stage that keeps it, copy it to another device, which keeps it from
+  then on, and later readers read it there. Moving an operation moves the copies it is the
+  source of (a copy to the operation's new device becomes a plain keep there).
 
 Every candidate is replayed by :func:`solver.execution.simulate.simulate`; only valid schedules
 (every rule of spec/model.md §2, memory included) are ever accepted, so the result is a schedule
@@ -27,7 +33,7 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from solver.document.graph import Graph
 from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
@@ -260,19 +266,23 @@ class _Plan:
 
     ops: list[list[list]]
     keep: list[dict[str, set[str]]]
+    copies: list[dict[str, dict[str, str]]]
+    """``copies[t][target][tensor] = source``: the stage's offloading copies."""
 
     @classmethod
     def of(cls, schedule: Schedule) -> _Plan:
         ops = [[[op.node, op.device, dict(op.inputs)] for op in s.ops] for s in schedule.stages]
         keep = [{d: set(ids) for d, ids in s.keep.items()} for s in schedule.stages]
-        return cls(ops, keep)
+        copies = [{d: dict(c) for d, c in s.copies.items()} for s in schedule.stages]
+        return cls(ops, keep, copies)
 
     def to_schedule(self, graph: Graph, like: Schedule) -> Schedule:
         stages = []
-        for ops, keep in zip(self.ops, self.keep, strict=True):
+        for ops, keep, copies in zip(self.ops, self.keep, self.copies, strict=True):
             ordered = sorted(ops, key=lambda o: (graph.index[o[0]], graph.device_index[o[1]]))
             built = tuple(Operation(n, d, _clean(d, inputs)) for n, d, inputs in ordered)
-            stages.append(Stage(built, {d: frozenset(ids) for d, ids in keep.items()}))
+            kept = {d: frozenset(ids) for d, ids in keep.items()}
+            stages.append(Stage(built, kept, {d: dict(c) for d, c in copies.items() if c}))
         return Schedule(like.graph, like.memory_limits, tuple(stages), like.solver)
 
 
@@ -282,7 +292,8 @@ def _clean(device: str, inputs: dict[str, str]) -> dict[str, str]:
 
 @dataclass
 class _Instance:
-    """One output of one operation: where it lives, who reads it, which stages keep it."""
+    """One output of one operation, or one offloading copy: where it lives, who reads it,
+    which stages keep it, and where it is copied to."""
 
     stage: int
     position: int
@@ -292,6 +303,10 @@ class _Instance:
     kept: list[int]
     live_at_start: dict[str, set[str]]
     """Tensors resident per device just before the producing operation (for input choices)."""
+    sent: list[tuple[int, str]] = field(default_factory=list)
+    """Offloading copies made from it: ``(stage, target)``."""
+    copied_from: str = ""
+    """For an offloading copy, its source device (the instance lives on its target)."""
 
 
 def _instances(graph: Graph, schedule: Schedule) -> list[_Instance]:
@@ -305,6 +320,9 @@ def _instances(graph: Graph, schedule: Schedule) -> list[_Instance]:
         for p, op in enumerate(stage.ops):
             for i in g.inputs[g.index[op.node]]:
                 last_use[op.source_of(g.nodes[i].id), g.nodes[i].id] = p
+        sent = {d: set() for d in live}  # a source holds what it sends until the copy
+        for name, source, _ in stage.offload_copies():
+            sent[source].add(name)
         for p, op in enumerate(stage.ops):
             inputs = [g.nodes[i].id for i in g.inputs[g.index[op.node]]]
             for name in inputs:
@@ -314,8 +332,19 @@ def _instances(graph: Graph, schedule: Schedule) -> list[_Instance]:
             live[op.device][op.node] = len(found) - 1
             for name in inputs:
                 source = op.source_of(name)
-                if last_use.get((source, name)) == p and name not in stage.kept_on(source):
+                held = stage.kept_on(source) | sent[source]
+                if last_use.get((source, name)) == p and name not in held:
                     del live[source][name]
+        copies = sorted(stage.offload_copies(), key=lambda c: (g.index[c[0]], c[2]))
+        arrived = []
+        for q, (name, source, target) in enumerate(copies):
+            found[live[source][name]].sent.append((t, target))
+            resident = {d: set(held) for d, held in live.items()}
+            position = len(stage.ops) + q
+            found.append(_Instance(t, position, name, target, [], [], resident, [], source))
+            arrived.append((target, name, len(found) - 1))
+        for target, name, j in arrived:
+            live[target][name] = j
         for device, held in live.items():
             kept = stage.kept_on(device)
             live[device] = {x: j for x, j in held.items() if x in kept}
@@ -332,13 +361,29 @@ def _moves(graph: Graph, schedule: Schedule) -> list:
     instances = _instances(graph, schedule)
     moves = []
     groups: dict[tuple[int, str, bool], list[int]] = {}
+    linked = {(lk.source, lk.target) for lk in graph.links}
     for j, inst in enumerate(instances):
         k = graph.index[inst.tensor]
+        if inst.kept:  # offload it at the first stage that keeps it
+            for device in graph.devices:
+                if device.name != inst.device and (inst.device, device.name) in linked:
+                    moves.append(_bind(_offload, graph, schedule, instances, j, device.name))
+        if inst.copied_from:  # retarget the copy, or drop it (its source keeps the tensor)
+            for device in graph.devices:
+                source = inst.copied_from
+                if device.name != inst.device and (
+                    device.name == source or (source, device.name) in linked
+                ):
+                    moves.append(_bind(_move_copy, graph, schedule, instances, j, device.name))
+            continue
         for device in graph.devices:
             if device.name != inst.device and device.name in graph.nodes[k].cost:
                 moves.append(_bind(_relocate, graph, schedule, instances, [j], device.name))
         if k < inst.stage:
             moves.append(_bind(_reuse, graph, schedule, instances, j, ""))
+            for device in graph.devices:  # or offload the previous instance until then
+                if graph.links:
+                    moves.append(_bind(_reuse, graph, schedule, instances, j, device.name))
         groups.setdefault((inst.stage, inst.device, False), []).append(j)
         if k < inst.stage:
             groups.setdefault((inst.stage, inst.device, True), []).append(j)
@@ -379,18 +424,67 @@ def _relocate(
     return plan.to_schedule(graph, schedule)
 
 
-def _redirect(graph: Graph, plan: _Plan, inst: _Instance, device: str) -> None:
-    """Readers of ``inst`` read it from ``device``; stages that kept it keep it there."""
+def _redirect(graph: Graph, plan: _Plan, inst: _Instance, device: str, after: int = -1) -> None:
+    """Readers of ``inst`` read it from ``device``; stages that kept it keep it there, and
+    copies made from it are made from there (a copy to ``device`` itself becomes a keep).
+    Only readers, keeps and copies in stages after ``after`` move."""
     for t, p in inst.readers:
-        plan.ops[t][p][2][inst.tensor] = device
+        if t > after:
+            plan.ops[t][p][2][inst.tensor] = device
     for t in inst.kept:
-        plan.keep[t][inst.device].discard(inst.tensor)
-        plan.keep[t].setdefault(device, set()).add(inst.tensor)
+        if t > after:
+            plan.keep[t][inst.device].discard(inst.tensor)
+            plan.keep[t].setdefault(device, set()).add(inst.tensor)
+    for t, target in inst.sent:
+        if t <= after:
+            continue
+        copies = plan.copies[t].setdefault(target, {})
+        if target == device:
+            copies.pop(inst.tensor, None)
+            plan.keep[t].setdefault(target, set()).add(inst.tensor)
+        else:
+            copies[inst.tensor] = device
+
+
+def _move_copy(
+    graph: Graph, schedule: Schedule, instances: list[_Instance], j: int, device: str
+) -> Schedule | None:
+    """Copy ``instances[j]`` (an offloading copy) to ``device`` instead; to its own source:
+    no copy, the source keeps the tensor."""
+    inst = instances[j]
+    plan = _Plan.of(schedule)
+    copies = plan.copies[inst.stage].get(inst.device, {})
+    source = copies.pop(inst.tensor, None)
+    if source is None:
+        return None
+    if device != source:
+        plan.copies[inst.stage].setdefault(device, {})[inst.tensor] = source
+    _redirect(graph, plan, inst, device)
+    return plan.to_schedule(graph, schedule)
+
+
+def _offload(
+    graph: Graph, schedule: Schedule, instances: list[_Instance], j: int, device: str
+) -> Schedule | None:
+    """At the first stage that keeps ``instances[j]``, copy it to ``device`` instead, which
+    keeps it from then on; later readers (and copies) use it there."""
+    inst = instances[j]
+    if not inst.kept or inst.device == device:
+        return None
+    first = inst.kept[0]
+    plan = _Plan.of(schedule)
+    plan.keep[first][inst.device].discard(inst.tensor)
+    plan.copies[first].setdefault(device, {})[inst.tensor] = inst.device
+    _redirect(graph, plan, inst, device, after=first)
+    return plan.to_schedule(graph, schedule)
 
 
 def _reuse(
-    graph: Graph, schedule: Schedule, instances: list[_Instance], j: int, _: str
+    graph: Graph, schedule: Schedule, instances: list[_Instance], j: int, device: str
 ) -> Schedule | None:
+    """Drop the recomputation ``instances[j]``; its readers use the previous instance, kept
+    where it is (``device`` empty) or offloaded to ``device`` after its last use and kept
+    there (one copy instead of the recomputation)."""
     inst = instances[j]
     earlier = [
         x
@@ -400,10 +494,17 @@ def _reuse(
     if not earlier:
         return None
     previous = earlier[-1]
+    held = device or previous.device
+    if device == previous.device:
+        return None
     plan = _Plan.of(schedule)
     first_stage = max([t for t, _ in previous.readers] + previous.kept + [previous.stage])
+    if device and first_stage >= inst.stage:
+        return None
+    if device:
+        plan.copies[first_stage].setdefault(device, {})[inst.tensor] = previous.device
     for t in range(first_stage, inst.stage):
-        plan.keep[t].setdefault(previous.device, set()).add(inst.tensor)
+        plan.keep[t].setdefault(held, set()).add(inst.tensor)
     del plan.ops[inst.stage][inst.position]
     shifted = _Instance(
         inst.stage, inst.position, inst.tensor, inst.device, [], inst.kept, inst.live_at_start
@@ -411,5 +512,6 @@ def _reuse(
     shifted.readers = [
         (t, p - 1 if t == inst.stage and p > inst.position else p) for t, p in inst.readers
     ]
-    _redirect(graph, plan, shifted, previous.device)
+    shifted.sent = inst.sent
+    _redirect(graph, plan, shifted, held)
     return plan.to_schedule(graph, schedule)
