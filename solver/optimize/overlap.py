@@ -320,7 +320,7 @@ def _instances(graph: Graph, schedule: Schedule) -> list[_Instance]:
         for p, op in enumerate(stage.ops):
             for i in g.inputs[g.index[op.node]]:
                 last_use[op.source_of(g.nodes[i].id), g.nodes[i].id] = p
-        sent = {d: set() for d in live}  # a source holds what it sends until the copy
+        sent: dict[str, set[str]] = {d: set() for d in live}  # held until the copy
         for name, source, _ in stage.offload_copies():
             sent[source].add(name)
         for p, op in enumerate(stage.ops):
@@ -332,8 +332,8 @@ def _instances(graph: Graph, schedule: Schedule) -> list[_Instance]:
             live[op.device][op.node] = len(found) - 1
             for name in inputs:
                 source = op.source_of(name)
-                held = stage.kept_on(source) | sent[source]
-                if last_use.get((source, name)) == p and name not in held:
+                holding = stage.kept_on(source) | sent[source]
+                if last_use.get((source, name)) == p and name not in holding:
                     del live[source][name]
         copies = sorted(stage.offload_copies(), key=lambda c: (g.index[c[0]], c[2]))
         arrived = []
