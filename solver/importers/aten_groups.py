@@ -27,12 +27,13 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
 from solver.document.training import LOSS_ID, backward_id
 from solver.importers.aten_capture import JointCapture, node_tag
+from solver.importers.aten_condense import condense_cycles
 
 __all__ = [
     "LEVELS",
@@ -200,6 +201,9 @@ def op_flops(node: Any) -> float:
 def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     """Group the ops of ``capture`` at ``level`` (``"layer"`` or ``"op"``).
 
+    The groups always form a DAG: groups that read each other (ops interleaved by the
+    heuristics) are merged into one (:func:`solver.importers.aten_condense.condense_cycles`).
+
     Raises
     ------
     ValueError
@@ -212,10 +216,36 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     owned = [n for n in nodes if n.op == "call_function" and not is_view(n)]
     forward_group = _forward_groups(owned, base, level)
     owner = _assign(nodes, owned, base, forward_group)
+    condensed = condense_cycles(
+        _group_reads(owned, owner, base),
+        dict.fromkeys(owner[n.name] for n in owned),
+        taken=[f"{g}{WORKSPACE}" for g in set(owner.values())],
+    )
+    owner = {op: condensed.rename.get(g, g) for op, g in owner.items()}
     output = next(n for n in nodes if n.op == "output")
     grads = _grad_values(output, base)
     groups = _build(owned, owner, base, grads, {n.name: n for n in nodes})
+    if condensed:
+        groups = tuple(
+            replace(g, of=condensed.of[g.workspace_of or g.id])
+            if (g.workspace_of or g.id) in condensed.of
+            else g
+            for g in groups
+        )
     return GroupPlan(capture, level, groups, owner, tuple(sorted(grads)))
+
+
+def _group_reads(owned: list, owner: dict[str, str], base: dict[str, str]) -> dict[str, set[str]]:
+    """Group -> the groups whose values its ops read (the edges of the graph to be)."""
+    reads: dict[str, set[str]] = {}
+    for n in owned:
+        group = owner[n.name]
+        found = reads.setdefault(group, set())
+        for value in _sources(n, owner, base, group):
+            source = owner.get(value)
+            if source is not None and source != group:
+                found.add(source)
+    return reads
 
 
 def bases(nodes: list) -> dict[str, str]:
@@ -304,7 +334,14 @@ def _unique_ids(keys: list[str]) -> list[str]:
 def _assign(
     nodes: list, owned: list, base: dict[str, str], forward_group: dict[str, str]
 ) -> dict[str, str]:
-    """Every owned op -> its group id (forward, ``loss`` or ``<forward>.grad``)."""
+    """Every owned op -> its group id (forward, ``loss`` or ``<forward>.grad``).
+
+    A backward op joins the backward group of the forward group that ran the op it
+    differentiates (``grad_of``); when that op is a view of a parameter or of the input
+    (a weight's ``t`` or ``split``), of the group that first reads the view. Gradient sums
+    between ``grad_fn`` calls (no ``grad_of``) join the group that reads the sum, or, for a
+    parameter gradient that only the output reads, the group of its latest addend.
+    """
     creator: dict[int, Any] = {}
     for n in nodes:
         if n.op == "call_function" and _phase(n) != "backward":
@@ -319,31 +356,62 @@ def _assign(
             owner[n.name] = owner[anchor]
             continue
         fwd = creator.get(node_tag(n).get("grad_of"))
-        group = forward_group.get(base[fwd.name]) if fwd is not None else None
+        group = _forward_owner(fwd, base, forward_group) if fwd is not None else None
         if group is None:
             pending.append(n)
         else:
             owner[n.name] = group if group == LOSS_ID else backward_id(group)
+    unresolved = []
     for n in reversed(pending):  # accumulation: join the group that reads the sum
         readers = [owner.get(u.name) for u in _readers(n)]
-        owner[n.name] = next((r for r in readers if r), None) or _producer_group(n, owner)
+        group = next((r for r in readers if r), None)
+        if group is None:
+            unresolved.append(n)
+        else:
+            owner[n.name] = group
+    for n in reversed(unresolved):  # read by the output only: the latest addend's group
+        owner[n.name] = _producer_group(n, owner, base)
     return owner
 
 
+def _forward_owner(node, base: dict[str, str], forward_group: dict[str, str]) -> str | None:
+    """The forward group of the op ``node`` (a view: of its base, else of its first reader)."""
+    group = forward_group.get(base[node.name])
+    if group is not None:
+        return group
+    for reader in _readers(node):
+        if reader.name in forward_group:
+            return forward_group[reader.name]
+    return None
+
+
 def _readers(node) -> Iterable:
-    """Owned ops reading ``node``, through views."""
-    for user in node.users:
-        if user.op != "call_function":
-            continue
-        if is_view(user):
-            yield from _readers(user)
-        else:
-            yield user
+    """Owned ops reading ``node``, through views, in the order of the capture."""
+    found: dict[str, Any] = {}
+    todo = [node]
+    while todo:
+        for user in todo.pop().users:
+            if user.op != "call_function":
+                continue
+            if is_view(user):
+                todo.append(user)
+            else:
+                found.setdefault(user.name, user)
+    order = {n.name: j for j, n in enumerate(node.graph.nodes)} if len(found) > 1 else {}
+    return sorted(found.values(), key=lambda u: order.get(u.name, 0))
 
 
-def _producer_group(node, owner: dict[str, str]) -> str:
-    groups = [owner.get(a.name) for a in node.all_input_nodes if owner.get(a.name)]
-    return groups[-1] if groups else LOSS_ID
+def _producer_group(node, owner: dict[str, str], base: dict[str, str]) -> str:
+    """The group of the latest op whose value ``node`` reads (through views); ``loss`` if none."""
+    order = {n.name: j for j, n in enumerate(node.graph.nodes)}
+    found: dict[int, str] = {}
+    for arg in node.all_input_nodes:
+        while arg.op == "call_function" and is_view(arg) and arg.all_input_nodes:
+            arg = arg.args[0] if hasattr(arg.args[0], "name") else arg.all_input_nodes[0]
+        group = owner.get(arg.name) or owner.get(base.get(arg.name, ""))
+        if group:
+            found[order[arg.name]] = group
+    return found[max(found)] if found else LOSS_ID
 
 
 def _grad_values(output, base: dict[str, str]) -> set[str]:
