@@ -43,11 +43,15 @@ from solver.importers.aten_groups import (
     last_uses,
     tensor_inputs,
 )
+from solver.importers.schedule_walk import order_of, walk_schedule
 
 __all__ = [
     "ExecutionError",
     "ExecutionReport",
+    "clock",
     "execute_schedule",
+    "one_thread",
+    "replay_rng",
     "measure_group_times",
     "reference_gradients",
     "run_schedule",
@@ -133,7 +137,9 @@ def execute_schedule(
     _check_kernels(plan, schedule, mapping)
     model, x = _build(torch, plan, seed)
     reference = reference_gradients(plan, seed, model=model, x=x)
-    runtime, op_ms = run_schedule(torch, plan, schedule, timeline, mapping, model, x, seed)
+    runtime, op_ms = run_schedule(
+        torch, plan, schedule, timeline, mapping, model, x, seed, graph=sized
+    )
     grads = runtime.gradients()
     match, error = _compare(torch, grads, reference)
     return ExecutionReport(
@@ -152,7 +158,15 @@ def execute_schedule(
 
 
 def run_schedule(
-    torch, plan: GroupPlan, schedule: Schedule, timeline, mapping, model, x, seed: int = 0
+    torch,
+    plan: GroupPlan,
+    schedule: Schedule,
+    timeline,
+    mapping,
+    model,
+    x,
+    seed: int = 0,
+    graph: Graph | None = None,
 ) -> tuple[_Runtime, list[tuple[int, str, str, float, bool]]]:
     """The step itself: every operation of ``schedule`` in order, releasing where ``timeline``
     (its replay) frees; the runtime (tensors held, peaks, copies) and the per-operation rows.
@@ -164,15 +178,12 @@ def run_schedule(
     runtime = _Runtime(torch, plan, mapping, model, x)
     runtime.reset_cuda_peaks()
     torch.manual_seed(seed + 1)
-    op_ms = []
-    with _one_thread(torch, mapping):
-        for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
-            ms = runtime.run_group(op.node, op.device, op.inputs)
-            op_ms.append((t, op.node, op.device, ms, event.recompute))
-            for device, tensor in event.freed:
-                runtime.release(device, tensor)
-            if _last_of_stage(schedule, t, op):
-                runtime.end_stage(schedule.stages[t].keep)
+    if graph is not None:
+        position, devices = order_of(graph)
+    else:
+        position, devices = {g.id: j for j, g in enumerate(plan.groups)}, list(mapping)
+    with one_thread(torch, mapping):
+        op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
     return runtime, op_ms
 
 
@@ -185,7 +196,7 @@ def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -
     model, x = _build(torch, plan, 0)
     samples: dict[str, list[float]] = {g.id: [] for g in plan.groups}
     mapping = {"cpu": torch.device("cpu")}
-    with _one_thread(torch, mapping):
+    with one_thread(torch, mapping):
         for run in range(warmup + max(repeats, 1)):
             runtime = _Runtime(torch, plan, mapping, model, x)
             for group in plan.groups:
@@ -241,6 +252,7 @@ class _Runtime:
         self.peak: dict[str, int] = dict.fromkeys(self.mapping, 0)
         self.copies: dict[str, Any] = {}
         self.copy_ms = 0.0
+        self.freed_after: frozenset[tuple[str, str]] = frozenset()  # unused: ops free as listed
         self.last_use = {g.id: last_uses(g.ops, self.nodes, plan.owner, g.id) for g in plan.groups}
         self.grad_items: dict[str, set[int]] = {}  # multi-output ops' parameter gradients
         for n in graph.nodes:
@@ -343,11 +355,16 @@ class _Runtime:
         """Free node ``gid``'s outputs on ``device`` (a ``freed`` entry of the timeline)."""
         self.store[device].pop(gid, None)
 
-    def end_stage(self, keep: Mapping[str, frozenset[str]]) -> None:
-        """Release everything a stage does not keep."""
-        for device, held in self.store.items():
-            for gid in [g for g in held if g not in keep.get(device, frozenset())]:
-                del held[gid]
+    def offload(self, gid: str, source: str, target: str) -> None:
+        """An offloading copy at the end of a stage: node ``gid``'s outputs from ``source``
+        to ``target``, kept there (docs/spec-notes.md "Offloading")."""
+        start = self._clock(target)
+        self.store[target][gid] = {
+            name: value.to(self.mapping[target], copy=True)
+            for name, value in self.store[source][gid].items()
+        }
+        self.copy_ms += self._clock(target) - start
+        self._measure(target, {})
 
     # ----- measuring -------------------------------------------------------------------------
     def _measure(self, device: str, env: Mapping[str, Any]) -> None:
@@ -364,11 +381,7 @@ class _Runtime:
         self.peak[device] = max(self.peak[device], used)
 
     def _clock(self, device: str) -> float:
-        target = self.mapping[device]
-        if target.type == "cuda":
-            self.torch.cuda.synchronize(target)
-            return time.perf_counter() * 1000.0
-        return time.thread_time_ns() / 1e6
+        return clock(self.torch, self.mapping[device])
 
     def reset_cuda_peaks(self) -> None:
         """Start ``max_memory_allocated`` afresh on every GPU (the reference step came first)."""
@@ -384,23 +397,7 @@ class _Runtime:
         }
 
     def _rng_of(self, gid: str):
-        """First run: remember the generator state; recomputation: replay it, then restore."""
-        torch = self.torch
-
-        @contextlib.contextmanager
-        def scope():
-            if gid not in self.rng:
-                self.rng[gid] = _rng_state(torch)
-                yield
-                return
-            saved = _rng_state(torch)
-            _set_rng_state(torch, self.rng[gid])
-            try:
-                yield
-            finally:
-                _set_rng_state(torch, saved)
-
-        return scope()
+        return replay_rng(self.torch, self.rng, gid)
 
     # ----- results ---------------------------------------------------------------------------
     def gradients(self) -> dict[str, Any]:
@@ -438,6 +435,31 @@ def _storage_bytes(torch, tensors, fixed: set[int]) -> int:
                 if key not in fixed:
                     seen[key] = tensor.untyped_storage().nbytes()
     return sum(seen.values())
+
+
+def clock(torch, target) -> float:
+    """Milliseconds now on torch device ``target``: wall clock after a CUDA synchronisation on
+    a GPU, this thread's CPU time on the CPU (one torch thread: the op's whole work)."""
+    if target.type == "cuda":
+        torch.cuda.synchronize(target)
+        return time.perf_counter() * 1000.0
+    return time.thread_time_ns() / 1e6
+
+
+@contextlib.contextmanager
+def replay_rng(torch, states: dict[str, Any], gid: str):
+    """First run of node ``gid``: remember the generator state in ``states``; recomputation:
+    replay it (a recomputed dropout mask equals the first one), then restore the state."""
+    if gid not in states:
+        states[gid] = _rng_state(torch)
+        yield
+        return
+    saved = _rng_state(torch)
+    _set_rng_state(torch, states[gid])
+    try:
+        yield
+    finally:
+        _set_rng_state(torch, saved)
 
 
 def _rng_state(torch):
@@ -521,10 +543,6 @@ def _check_same_nodes(plan: GroupPlan, graph: Graph) -> None:
         )
 
 
-def _last_of_stage(schedule: Schedule, t: int, op) -> bool:
-    return schedule.stages[t].ops[-1] is op
-
-
 def _compare(torch, grads: Mapping[str, Any], reference: Mapping[str, Any]) -> tuple[bool, float]:
     error = 0.0
     match = True
@@ -536,7 +554,7 @@ def _compare(torch, grads: Mapping[str, Any], reference: Mapping[str, Any]) -> t
 
 
 @contextlib.contextmanager
-def _one_thread(torch, mapping: Mapping[str, Any]):
+def one_thread(torch, mapping: Mapping[str, Any]):
     """One torch thread while a CPU device runs, so thread CPU time is an op's whole work."""
     before = torch.get_num_threads()
     if any(d.type == "cpu" for d in mapping.values()):

@@ -1,0 +1,96 @@
+"""Walk a schedule as the simulator replays it, driving a runtime that holds real tensors.
+
+Both executors (ATen groups, :mod:`solver.importers.executor`; torch.fx layers,
+:mod:`solver.importers.fx_executor`) run a schedule the same way; only what "run node k on
+device d" means differs. The walk is the simulator's (:func:`solver.execution.simulate.simulate`):
+operations in order, each input released right where the replay frees it (``OpEvent.freed``),
+and at the end of a stage the offloading phase of docs/spec-notes.md "Offloading": first every
+device releases what it neither keeps nor sends, then the copies run (tensor in schedule order,
+then target in the graph's device order), then every device releases what it sent and does not
+keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from solver.document.graph import Graph
+from solver.document.schedule import Schedule, Stage
+
+__all__ = ["StepRuntime", "walk_schedule", "end_stage", "order_of"]
+
+
+class StepRuntime(Protocol):
+    """What the walk needs of a runtime: run, release and offload tensors by node id."""
+
+    freed_after: frozenset[tuple[str, str]]
+
+    @property
+    def store(self) -> Mapping[str, Mapping[str, Any]]:
+        """Schedule device -> node id -> that node's tensors held there."""
+        ...
+
+    def run_group(self, gid: str, device: str, sources: Mapping[str, str]) -> float:
+        """Run node ``gid`` on schedule device ``device``; its milliseconds."""
+        ...
+
+    def release(self, device: str, gid: str) -> None:
+        """Drop node ``gid``'s tensors on ``device``."""
+        ...
+
+    def offload(self, gid: str, source: str, target: str) -> None:
+        """Copy node ``gid``'s tensors from ``source`` to ``target`` and keep them there."""
+        ...
+
+
+def walk_schedule(
+    runtime: StepRuntime,
+    schedule: Schedule,
+    timeline,
+    position: Mapping[str, int],
+    devices: Sequence[str],
+) -> list[tuple[int, str, str, float, bool]]:
+    """Every operation of ``schedule`` in order on ``runtime``, releasing where ``timeline``
+    (its replay) frees; one row ``(stage, node, device, ms, recompute)`` each.
+
+    ``position`` maps node ids to the schedule order and ``devices`` lists the graph's devices
+    in order (:func:`order_of`): they order the offloading copies as the simulator does.
+    """
+    op_ms = []
+    for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
+        runtime.freed_after = frozenset(event.freed)  # a hint: what dies after this op
+        ms = runtime.run_group(op.node, op.device, op.inputs)
+        op_ms.append((t, op.node, op.device, ms, event.recompute))
+        for device, tensor in event.freed:
+            runtime.release(device, tensor)
+        if schedule.stages[t].ops[-1] is op:
+            end_stage(runtime, schedule.stages[t], position, devices)
+    return op_ms
+
+
+def order_of(graph: Graph) -> tuple[dict[str, int], list[str]]:
+    """Node id -> schedule position, and the device names in the graph's order."""
+    return {node.id: j for j, node in enumerate(graph.nodes)}, [d.name for d in graph.devices]
+
+
+def end_stage(
+    runtime: StepRuntime, stage: Stage, position: Mapping[str, int], devices: Sequence[str]
+) -> None:
+    """Release what the stage does not keep, running its offloading copies in the simulator's
+    order (``position``: node id -> schedule order; ``devices`` in the graph's order); a copy's
+    source is held until the copy."""
+    order = {name: j for j, name in enumerate(devices)}
+    copies = sorted(stage.offload_copies(), key=lambda c: (position[c[0]], order[c[2]]))
+    sent = {(source, gid) for gid, source, _ in copies}
+    _release_all(runtime, stage, sent)
+    for gid, source, target in copies:
+        runtime.offload(gid, source, target)
+    _release_all(runtime, stage, set())
+
+
+def _release_all(runtime: StepRuntime, stage: Stage, sent: set[tuple[str, str]]) -> None:
+    for device, held in runtime.store.items():
+        kept = stage.kept_on(device)
+        for gid in [g for g in held if g not in kept and (device, g) not in sent]:
+            runtime.release(device, gid)
