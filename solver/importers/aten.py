@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from solver.document.graph import Edge, Graph, Node, make_graph
-from solver.importers.aten_capture import JointCapture, capture_joint
+from solver.importers.aten_capture import InputSpec, JointCapture, capture_joint
 from solver.importers.aten_groups import GroupPlan, is_view, op_bytes, op_flops, plan_groups
 from solver.importers.costmodel import RooflineCostModel
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
@@ -45,19 +45,23 @@ _HEAVY_NAMES = ("mm", "addmm", "bmm", "convolution")
 
 
 def capture_model(
-    spec: str | Callable[[], Any], input_shape: tuple[int, ...], *, name: str | None = None
+    spec: str | Callable[[], Any],
+    input_shape: tuple[int, ...] | Sequence[InputSpec],
+    *,
+    name: str | None = None,
 ) -> JointCapture:
-    """Capture the training step of the model ``spec`` names (``module:Class`` or a callable)."""
+    """Capture the training step of the model ``spec`` names (``module:Class`` or a callable)
+    on one float input of shape ``input_shape``, or on the inputs it lists (shape and dtype)."""
     factory = load_factory(spec) if isinstance(spec, str) else spec
     name = name or getattr(factory, "__name__", "model").lower()
-    capture = capture_joint(factory, tuple(input_shape), name=name)
+    capture = capture_joint(factory, input_shape, name=name)
     source = spec if isinstance(spec, str) else getattr(spec, "__qualname__", repr(spec))
     return replace(capture, meta={"source": source, **capture.meta})
 
 
 def import_aten(
     spec: str | Callable[[], Any],
-    input_shape: tuple[int, ...],
+    input_shape: tuple[int, ...] | Sequence[InputSpec],
     *,
     level: str = "layer",
     devices: Platform | Mapping[str, str | DeviceSpec] | None = None,
@@ -72,7 +76,8 @@ def import_aten(
         ``"module:Class"`` (or ``path/to/file.py:Class``), or a callable returning the module;
         it is built with no arguments on the meta device.
     input_shape
-        Shape of the float input, batch first.
+        Shape of the float input, batch first; or one :class:`InputSpec` (shape and dtype)
+        per input of ``forward``, in order (token ids: ``InputSpec((4, 12), "int64")``).
     level
         ``"layer"`` (ops grouped by module, GEMM-less modules fused into the one before) or
         ``"op"`` (one node per allocating ATen op).
@@ -193,7 +198,8 @@ def structure_hash(graph: Graph) -> str:
 
 def _param_placeholders(capture: JointCapture) -> set[str]:
     placeholders = [n.name for n in capture.gm.graph.nodes if n.op == "placeholder"]
-    return set(placeholders[1 : 1 + len(capture.param_names)])
+    first = len(capture.inputs)
+    return set(placeholders[first : first + len(capture.param_names)])
 
 
 def _roofline_ms(model: RooflineCostModel, group, ops: Mapping[str, Any]) -> float:

@@ -18,7 +18,15 @@ Every call node of the captured graph is tagged in ``node.meta["custom"]``:
   ``seq_nr`` is the one differentiated (graph-import.md, probe of the joint graph).
 
 The loss is ``mean(output ** 2)`` for every model: it needs no labels, reads the output (as
-cross-entropy does) and is what the executor and the tests reproduce.
+cross-entropy does) and is what the executor and the tests reproduce. A model returning several
+tensors (a tuple, list or dict, e.g. ``nn.GRU``'s ``(output, h_n)``) gets the sum of that loss
+over its floating-point outputs.
+
+Inputs are :class:`InputSpec` s, a shape and a dtype each, passed to ``forward`` in order (one
+float input by default). Their values never matter to the capture (fake tensors); to run the
+step for real, :func:`example_inputs` draws floats from ``randn`` and integers (token ids, class
+indices) from ``randint(0, 2)``: valid for any ``nn.Embedding`` of two rows or more and any
+target of two classes or more, and both values occur, so gradients are not trivially zero.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import logging
 import math
 import operator
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +45,13 @@ from solver.importers._deps import require_torch
 
 __all__ = [
     "LOSS_SCOPE",
+    "DTYPES",
+    "InputSpec",
     "JointCapture",
+    "as_inputs",
     "capture_joint",
+    "example_inputs",
+    "inputs_from_meta",
     "loss_of",
     "node_tag",
     "size_rnn_workspaces",
@@ -50,17 +63,110 @@ logger = logging.getLogger(__name__)
 LOSS_SCOPE = "<loss>"
 
 
+#: Input dtypes by name (and their aliases) -> the ``torch`` attribute.
+DTYPES = {
+    "float32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "double": "float64",
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "int64": "int64",
+    "long": "int64",
+    "int32": "int32",
+    "int": "int32",
+    "int16": "int16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "bool": "bool",
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input of the model's ``forward``: its shape (batch first) and dtype name."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __str__(self) -> str:
+        text = "x".join(str(s) for s in self.shape)
+        return text if self.dtype == "float32" else f"{text}:{self.dtype}"
+
+    @property
+    def is_float(self) -> bool:
+        """Whether the input holds floating-point values (drawn from ``randn``)."""
+        return self.dtype.startswith(("float", "bfloat"))
+
+
+def as_inputs(inputs: Any) -> tuple[InputSpec, ...]:
+    """A shape (``(4, 16, 64)``: one float input) or a sequence of :class:`InputSpec`."""
+    if isinstance(inputs, InputSpec):
+        return (inputs,)
+    items = tuple(inputs)
+    if items and all(isinstance(i, InputSpec) for i in items):
+        return items
+    return (InputSpec(tuple(int(s) for s in items)),)
+
+
+def inputs_from_meta(meta: dict[str, Any]) -> tuple[InputSpec, ...]:
+    """The inputs a graph was imported with, from its ``meta`` (``inputs``, else the float
+    ``input_shape`` of graphs imported before inputs had dtypes)."""
+    if "inputs" in meta:
+        return tuple(
+            InputSpec(tuple(i["shape"]), i.get("dtype", "float32")) for i in meta["inputs"]
+        )
+    return (InputSpec(tuple(meta["input_shape"])),)
+
+
+def example_inputs(torch, inputs: Any, device: Any = "cpu") -> list[Any]:
+    """Real tensors for ``inputs``, drawn from the current generator (seed it first):
+    ``randn`` for floats, ``randint(0, 2)`` for integers and booleans (see the module doc)."""
+    tensors = []
+    for spec in as_inputs(inputs):
+        dtype = getattr(torch, DTYPES[spec.dtype])
+        if spec.is_float:
+            tensors.append(torch.randn(spec.shape, device=device).to(dtype))
+        else:
+            tensors.append(torch.randint(0, 2, spec.shape, device=device).to(dtype))
+    return tensors
+
+
 def loss_of(output: Any) -> Any:
-    """The loss every imported training step uses: ``mean(output ** 2)`` (no labels needed)."""
-    return (output.float() ** 2).mean()
+    """The loss every imported training step uses: ``mean(output ** 2)`` (no labels needed);
+    for several outputs (tuple, list, dict), the sum over the floating-point ones."""
+    if hasattr(output, "float"):
+        return (output.float() ** 2).mean()
+    leaves = _float_leaves(output)
+    if not leaves:
+        raise TypeError(
+            f"the model returned {type(output).__name__} without a floating-point tensor; "
+            "return the tensor(s) a loss should be computed from"
+        )
+    total = (leaves[0].float() ** 2).mean()
+    for leaf in leaves[1:]:
+        total = total + (leaf.float() ** 2).mean()
+    return total
+
+
+def _float_leaves(output: Any) -> list[Any]:
+    if isinstance(output, dict):
+        return [t for v in output.values() for t in _float_leaves(v)]
+    if isinstance(output, list | tuple):
+        return [t for v in output for t in _float_leaves(v)]
+    if hasattr(output, "is_floating_point") and output.is_floating_point():
+        return [output]
+    return []
 
 
 @dataclass(frozen=True)
 class JointCapture:
     """The captured joint graph and what is needed to run it again with real tensors.
 
-    ``gm`` takes ``(x, *params, *buffers)`` and returns ``(loss, grads)``, one gradient per
-    parameter in ``param_names`` order. ``factory`` builds the model again (real weights).
+    ``gm`` takes ``(*inputs, *params, *buffers)`` and returns ``(loss, grads)``, one gradient
+    per parameter in ``param_names`` order. ``factory`` builds the model again (real weights).
+    ``input_shape`` is the first input's shape; ``inputs`` all of them, with their dtypes.
     """
 
     name: str
@@ -72,6 +178,11 @@ class JointCapture:
     parameters: int
     seconds: float
     meta: dict[str, Any] = field(default_factory=dict)
+    inputs: tuple[InputSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.inputs:  # one float input of input_shape, as before dtypes were known
+            object.__setattr__(self, "inputs", (InputSpec(tuple(self.input_shape)),))
 
 
 def node_tag(node: Any) -> dict[str, Any]:
@@ -80,9 +191,14 @@ def node_tag(node: Any) -> dict[str, Any]:
 
 
 def capture_joint(
-    factory: Callable[[], Any], input_shape: tuple[int, ...], *, name: str = "model"
+    factory: Callable[[], Any],
+    input_shape: tuple[int, ...] | Sequence[InputSpec],
+    *,
+    name: str = "model",
 ) -> JointCapture:
     """Trace one training step of ``factory()`` on input ``input_shape`` with fake tensors.
+
+    ``input_shape`` is one float input's shape, or the :class:`InputSpec` of every input.
 
     Raises
     ------
@@ -98,6 +214,7 @@ def capture_joint(
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    inputs = as_inputs(input_shape)
     start = time.perf_counter()
     fake = FakeTensorMode()
     try:
@@ -107,14 +224,14 @@ def capture_joint(
         params = dict(model.named_parameters())
         buffers = dict(model.named_buffers())
         with fake:  # stand-ins on the cpu device, so that cpu kernels are chosen
-            example = torch.empty(input_shape)
-            inputs = [example, *(_like(torch, p).requires_grad_(True) for p in params.values())]
-            inputs += [_like(torch, b) for b in buffers.values()]
-        step = _make_step(torch, model, tuple(params), tuple(buffers))
+            args = [torch.empty(i.shape, dtype=getattr(torch, DTYPES[i.dtype])) for i in inputs]
+            args += [_like(torch, p).requires_grad_(True) for p in params.values()]
+            args += [_like(torch, b) for b in buffers.values()]
+        step = _make_step(torch, model, tuple(params), tuple(buffers), len(inputs))
         with _module_tags(torch, model), _preserved_meta():
-            gm = make_fx(step, tracing_mode="fake")(*inputs)
+            gm = make_fx(step, tracing_mode="fake")(*args)
     except Exception as exc:  # noqa: BLE001 - any failure inside user code or tracing
-        raise _capture_error(exc, name, input_shape) from None
+        raise _capture_error(exc, name, inputs) from None
     sized = size_rnn_workspaces(torch, gm)
     seconds = time.perf_counter() - start
     logger.info("captured %s: %d nodes in %.2f s", name, len(gm.graph.nodes), seconds)
@@ -122,15 +239,17 @@ def capture_joint(
         name=name,
         gm=gm,
         factory=factory,
-        input_shape=tuple(input_shape),
+        input_shape=inputs[0].shape,
+        inputs=inputs,
         param_names=tuple(params),
         buffer_names=tuple(buffers),
         parameters=sum(math.prod(p.shape) for p in params.values()),
         seconds=seconds,
         meta={
             "importer": "ATen joint graph: make_fx of loss + autograd.grad (fake tensors, cpu)",
-            "input_shape": list(input_shape),
-            "batch": input_shape[0],
+            "input_shape": list(inputs[0].shape),
+            **({} if inputs == (InputSpec(inputs[0].shape),) else {"inputs": _inputs_meta(inputs)}),
+            "batch": inputs[0].shape[0],
             "loss": "mean(output ** 2)",
             "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
             **({"rnn_workspace_bytes": sized} if sized else {}),
@@ -205,23 +324,30 @@ def _real_workspace(torch, node) -> tuple[tuple[int, ...] | None, Any]:
     return tuple(workspace.shape), workspace.dtype
 
 
+def _inputs_meta(inputs: tuple[InputSpec, ...]) -> list[dict[str, Any]]:
+    return [{"shape": list(i.shape), "dtype": i.dtype} for i in inputs]
+
+
 def _like(torch, tensor):
     return torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu")
 
 
-def _make_step(torch, model, param_names: tuple[str, ...], buffer_names: tuple[str, ...]):
+def _make_step(
+    torch, model, param_names: tuple[str, ...], buffer_names: tuple[str, ...], n_inputs: int = 1
+):
     from torch.fx import traceback as fx_traceback
 
     n_params = len(param_names)
 
-    def step(x, *tensors):
+    def step(*tensors):
+        x, tensors = tensors[:n_inputs], tensors[n_inputs:]
         params, buffers = tensors[:n_params], tensors[n_params:]
         state = {
             **dict(zip(param_names, params, strict=True)),
             **dict(zip(buffer_names, buffers, strict=True)),
         }
         _set_tag({"phase": "forward", "module": ""})
-        output = torch.func.functional_call(model, state, (x,))
+        output = torch.func.functional_call(model, state, tuple(x))
         _set_tag({"phase": "loss", "module": LOSS_SCOPE})
         loss = loss_of(output)
         _set_tag({"phase": "backward", "grad_of": None})
@@ -297,7 +423,9 @@ def _preserved_meta() -> Iterator[None]:
             fx_traceback.current_meta.pop("custom", None)
 
 
-def _capture_error(exc: BaseException, name: str, shape: tuple[int, ...]) -> GraphFormatError:
+def _capture_error(
+    exc: BaseException, name: str, inputs: tuple[InputSpec, ...]
+) -> GraphFormatError:
     """One line: why capture failed, where in the model code, and what to do."""
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     where = _user_frame(exc)
@@ -313,9 +441,18 @@ def _capture_error(exc: BaseException, name: str, shape: tuple[int, ...]) -> Gra
         )
     else:
         why = f"{type(exc).__name__}: {text}"
-        fix = f"check that the model builds with no arguments and accepts input {tuple(shape)}"
+        given = " and ".join(_described(i) for i in inputs)
+        fix = f"check that the model builds with no arguments and accepts {given}"
+        if "scalar type" in text and ("Long" in text or "Int" in text):
+            shape = "x".join(str(s) for s in inputs[0].shape)
+            fix += f"; give integer inputs (token ids) their dtype: --input {shape}:int64"
     at = f" at {where}" if where else ""
     return GraphFormatError(f"cannot capture the training step: {why}{at}", where=name, fix=fix)
+
+
+def _described(spec: InputSpec) -> str:
+    """``input (4, 12)`` as before dtypes, ``input (4, 12) of int64`` otherwise."""
+    return f"input {tuple(spec.shape)}" + ("" if spec.dtype == "float32" else f" of {spec.dtype}")
 
 
 def _user_frame(exc: BaseException) -> str:

@@ -1,5 +1,9 @@
 """``python main.py import-torch module:Class --input 32x3x224x224 [-o FILE] [--level op|layer]``.
 
+``--input SHAPE[:DTYPE]`` may be repeated, one per argument of the model's ``forward`` in order:
+``--input 4x12:int64`` for token ids, ``--input 4x16x64 --input 4x10x64`` for
+``nn.Transformer(src, tgt)``. Without a dtype an input is float32, as before.
+
 ``--capture aten`` (default) imports PyTorch's own joint forward+backward graph
 (:mod:`solver.importers.aten`); ``--capture fx`` is the torch.fx importer, the fallback for
 models whose training step cannot be captured.
@@ -18,11 +22,12 @@ import sys
 
 from solver.document.graph_io import graph_to_dict, save_graph
 from solver.errors import XEngineError
+from solver.importers.aten_capture import DTYPES, InputSpec
 from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
 from solver.importers.usage import OneLineParser
 
-__all__ = ["import_torch_command", "parse_shape"]
+__all__ = ["import_torch_command", "parse_shape", "parse_input"]
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -44,6 +49,29 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def parse_input(text: str) -> InputSpec:
+    """``"4x12:int64"`` -> ``InputSpec((4, 12), "int64")``; a bare shape is float32.
+
+    Examples
+    --------
+    >>> parse_input("4x12:long")
+    InputSpec(shape=(4, 12), dtype='int64')
+    >>> parse_input("2x3")
+    InputSpec(shape=(2, 3), dtype='float32')
+    """
+    shape_text, colon, dtype = text.partition(":")
+    shape = parse_shape(shape_text) if colon else parse_shape(text)
+    if not colon:
+        return InputSpec(shape)
+    name = DTYPES.get(dtype.strip().lower().removeprefix("torch."))
+    if name is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an unknown dtype {dtype!r}; write SHAPE:DTYPE with DTYPE one of "
+            f"{', '.join(sorted(set(DTYPES.values())))}, e.g. 4x12:int64"
+        )
+    return InputSpec(shape, name)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="main.py import-torch",
@@ -53,9 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--input",
         required=True,
-        type=parse_shape,
-        metavar="SHAPE",
-        help="input shape, batch first, e.g. 32x3x224x224",
+        action="append",
+        type=parse_input,
+        metavar="SHAPE[:DTYPE]",
+        help="input shape, batch first, e.g. 32x3x224x224; a dtype for other than float32 "
+        "(4x12:int64: token ids, drawn as 0 or 1 when run); repeat for each argument of "
+        "forward, in order",
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="graph file (default: stdout)")
     parser.add_argument(
@@ -112,10 +143,20 @@ def import_torch_command(argv: list[str]) -> int:
     elif args.cost == "measured":
         cost_model = "measured"
     importer = import_aten if args.capture == "aten" else import_torch
+    inputs = tuple(args.input)
+    if inputs == (InputSpec(inputs[0].shape),):
+        inputs = inputs[0].shape  # one float input: exactly as before inputs had dtypes
+    elif args.capture == "fx":
+        print(
+            "main.py import-torch: error: --capture fx takes one float input; drop the dtype "
+            "and the other --input, or use --capture aten; see main.py import-torch --help",
+            file=sys.stderr,
+        )
+        return 2
     try:
         graph = importer(
             args.spec,
-            args.input,
+            inputs,
             level=args.level,
             devices=platform,
             cost_model=cost_model,  # type: ignore[arg-type]  # a mapping only with --capture fx
