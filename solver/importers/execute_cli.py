@@ -1,14 +1,19 @@
-"""``python main.py execute MODEL_SPEC --input SHAPE --schedule FILE [...]``.
+"""``python main.py execute MODEL --schedule FILE [...]``.
 
-Captures the model's training step again (same spec, input shape and ``--level`` as the
-``import-torch`` that wrote the graph), checks that the schedule belongs to that graph, runs
-one training step by the schedule (:mod:`solver.importers.executor`) and prints measured beside
-predicted time and peak memory, and whether the gradients equal a plain ``loss.backward()``.
+``MODEL`` is a graph imported from PyTorch (a bundled name such as ``vgg16`` or
+``encoder-aten``, or a ``*.graph.json`` file), whose ``meta`` names the model, the input shape,
+the level and the importer; or a model spec ``module:Class`` with ``--input SHAPE`` (and
+``--capture fx`` for the torch.fx import, or a ``--graph`` that says so). The model is imported
+again the same way, the schedule is checked to belong to that import, one training step runs by
+the schedule (:mod:`solver.importers.executor` for ATen imports,
+:mod:`solver.importers.fx_executor` for torch.fx ones) and measured beside predicted time and
+peak memory are printed, with whether the gradients equal a plain ``loss.backward()``.
 ``--export-policy FILE.py`` also writes the selective-checkpointing policy of a one-device
-schedule (:mod:`solver.importers.sac_policy`).
+schedule (:mod:`solver.importers.sac_policy`; ATen imports only).
 
 Exit status: 0 the step ran and the gradients match; 1 they do not match; 2 bad input (the
-schedule is for another graph, an unknown device, torch missing, ...). Errors are one line.
+schedule is for another graph, a synthetic graph, an unknown device, torch missing, ...).
+Errors are one line.
 """
 
 from __future__ import annotations
@@ -55,10 +60,23 @@ def _parser() -> argparse.ArgumentParser:
         prog="main.py execute",
         description="Run one training step of a PyTorch model by a schedule and measure it.",
     )
-    parser.add_argument("spec", help="module:Class or path/to/file.py:Class (built with no args)")
-    parser.add_argument("--input", required=True, type=parse_shape, metavar="SHAPE")
+    parser.add_argument(
+        "spec",
+        metavar="MODEL",
+        help="an imported graph (bundled name such as vgg16, or FILE.graph.json) whose meta "
+        "names the model; or module:Class / path/to/file.py:Class (built with no args)",
+    )
+    parser.add_argument(
+        "--input", type=parse_shape, metavar="SHAPE", help="input shape (with module:Class)"
+    )
     parser.add_argument("--schedule", required=True, metavar="FILE", help="*.schedule.json")
-    parser.add_argument("--level", choices=("layer", "op"), default="layer")
+    parser.add_argument("--level", choices=("layer", "op"), default=None)
+    parser.add_argument(
+        "--capture",
+        choices=("aten", "fx"),
+        default=None,
+        help="how the graph was imported (default: what the graph's meta says, else aten)",
+    )
     parser.add_argument(
         "--graph",
         metavar="FILE",
@@ -114,38 +132,124 @@ def execute_command(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace):
-    from solver.importers.aten import capture_model, graph_from_plan, structure_hash
+    graph, origin = _given_graph(args)
+    spec, shape, level, capture = _model_of(args, graph, origin)
+    platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
+    if capture == "fx":
+        return _run_fx(args, graph, origin, spec, shape, level, platform)
+    from solver.importers.aten import capture_model, graph_from_plan
     from solver.importers.aten_groups import plan_groups
     from solver.importers.executor import execute_schedule, measure_group_times
 
-    plan = plan_groups(capture_model(args.spec, args.input), args.level)
-    platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
-    imported = graph_from_plan(plan, platform)
-    graph, note = imported, ""
-    if args.graph:
-        graph = load_graph(args.graph)
-        if structure_hash(graph) != structure_hash(imported):
-            raise XEngineError(
-                f"{args.graph}: graph '{graph.name}' ({graph.n} nodes) is not the import of "
-                f"{args.spec} at {'x'.join(map(str, args.input))}, level {args.level} "
-                f"({imported.n} nodes; {_first_difference(graph, imported)}); import it "
-                "again with the same input shape and level, and solve on that file"
-            )
-    schedule = _load_schedule(args.schedule, graph, args.spec)
+    plan = plan_groups(capture_model(spec, shape), level)
+    graph, schedule, note = _prepared(args, graph, graph_from_plan(plan, platform), origin, spec)
+    if args.cost == "measured":
+        graph = _with_costs(graph, _cpu_mapped(args, graph), measure_group_times(plan))
+    report = execute_schedule(plan, graph, schedule, args.device_map, seed=args.seed)
+    if args.export_policy:
+        from solver.importers.sac_policy import write_policy
+
+        write_policy(args.export_policy, plan, graph, schedule, label=spec)
+    return report, note
+
+
+def _run_fx(args: argparse.Namespace, graph, origin: str, spec: str, shape, level, platform):
+    from solver.importers.fx_executor import execute_fx_schedule, measure_fx_times, plan_fx
+
+    if args.export_policy:
+        raise XEngineError(
+            f"--export-policy: {spec} runs from its torch.fx import, and the policy is written "
+            "for ATen imports; import it with 'main.py import-torch' (default --capture aten), "
+            "solve, and execute that graph"
+        )
+    plan = plan_fx(spec, shape, level, platform)
+    graph, schedule, note = _prepared(args, graph, plan.graph, origin, spec)
+    if args.cost == "measured":
+        graph = _with_costs(graph, _cpu_mapped(args, graph), measure_fx_times(plan))
+    return execute_fx_schedule(plan, graph, schedule, args.device_map, seed=args.seed), note
+
+
+def _prepared(args: argparse.Namespace, graph, imported: Graph, origin: str, spec: str):
+    """The graph to predict with (the given one, checked against the import), the schedule,
+    and a note when the schedule names another graph."""
+    if graph is None:
+        graph = imported
+    elif structure_hash_of(graph) != structure_hash_of(imported):
+        raise XEngineError(
+            f"{origin}: graph '{graph.name}' ({graph.n} nodes) is not the import of "
+            f"{spec} at {'x'.join(map(str, _shape_of(args, graph)))}, level "
+            f"{args.level or graph.meta.get('level', 'layer')} ({imported.n} nodes; "
+            f"{_first_difference(graph, imported)}); import it again with the same input "
+            "shape and level, and solve on that file"
+        )
+    schedule = _load_schedule(args.schedule, graph, spec)
+    note = ""
     if schedule.graph and schedule.graph != graph.name:
         note = (
             f"{args.schedule} names graph '{schedule.graph}', the import is '{graph.name}'; "
             "its node ids match, so it runs"
         )
-    if args.cost == "measured":
-        mapped = {d.name for d in graph.devices if args.device_map.get(d.name, d.name) == "cpu"}
-        graph = _with_costs(graph, mapped, measure_group_times(plan))
-    report = execute_schedule(plan, graph, schedule, args.device_map, seed=args.seed)
-    if args.export_policy:
-        from solver.importers.sac_policy import write_policy
+    return graph, schedule, note
 
-        write_policy(args.export_policy, plan, graph, schedule, label=args.spec)
-    return report, note
+
+def structure_hash_of(graph: Graph) -> str:
+    from solver.importers.aten import structure_hash
+
+    return structure_hash(graph)
+
+
+def _shape_of(args: argparse.Namespace, graph: Graph) -> tuple[int, ...]:
+    return tuple(args.input or graph.meta.get("input_shape", ()))
+
+
+def _cpu_mapped(args: argparse.Namespace, graph: Graph) -> set[str]:
+    return {d.name for d in graph.devices if args.device_map.get(d.name, d.name) == "cpu"}
+
+
+def _given_graph(args: argparse.Namespace) -> tuple[Graph | None, str]:
+    """The graph named by MODEL (a bundled name or a graph file) or by ``--graph``."""
+    from solver.cli import resolve_graph_path
+
+    if ":" not in args.spec or args.spec.endswith(".json"):
+        path = resolve_graph_path(args.spec)
+        if not path.is_file():
+            raise XEngineError(
+                f"{args.spec}: no such graph file or bundled graph, and not a model spec; "
+                "name a graph (vgg16, encoder-aten, FILE.graph.json) or module:Class with "
+                "--input SHAPE"
+            )
+        if args.graph:
+            raise XEngineError(
+                f"{args.spec} is a graph already; drop --graph {args.graph}, or name the model "
+                "(module:Class --input SHAPE) with --graph"
+            )
+        return load_graph(path), str(args.spec)
+    if args.graph:
+        return load_graph(args.graph), str(args.graph)
+    return None, ""
+
+
+def _model_of(args: argparse.Namespace, graph: Graph | None, origin: str):
+    """Spec, input shape, level and importer: from the command line, else the graph's meta."""
+    meta = graph.meta if graph is not None else {}
+    by_graph = ":" not in args.spec or args.spec.endswith(".json")
+    if by_graph and not {"source", "input_shape"} <= set(meta):
+        raise XEngineError(
+            f"{origin}: graph '{graph.name if graph else origin}' is synthetic (its meta names "
+            "no model: 'source', 'input_shape'), so there is nothing to run; execute a graph "
+            "imported from PyTorch (vgg16, resnet18, encoder-aten, ... or import-torch -o FILE)"
+        )
+    spec = str(meta["source"]) if by_graph else args.spec
+    shape = args.input or (tuple(meta["input_shape"]) if "input_shape" in meta else None)
+    if shape is None:
+        raise XEngineError(
+            f"{spec}: --input SHAPE is needed with a model spec (e.g. --input 32x3x224x224)"
+        )
+    level = args.level or str(meta.get("level", "layer"))
+    capture = args.capture or (
+        "fx" if str(meta.get("importer", "")).startswith("torch.fx") else "aten"
+    )
+    return spec, tuple(shape), level, capture
 
 
 def _load_schedule(path: str, graph: Graph, spec: str):

@@ -88,8 +88,11 @@ class FxPlan:
         }
 
 
-def plan_fx(spec: str, input_shape: tuple[int, ...], level: str = "layer") -> FxPlan:
-    """Import ``spec`` with torch.fx again (on the meta device) and keep what the executor needs.
+def plan_fx(
+    spec: str, input_shape: tuple[int, ...], level: str = "layer", platform: Any = None
+) -> FxPlan:
+    """Import ``spec`` with torch.fx again (on the meta device) and keep what the executor needs
+    (``platform``: the devices and links of the import, default the desktop pair).
 
     Raises
     ------
@@ -98,7 +101,7 @@ def plan_fx(spec: str, input_shape: tuple[int, ...], level: str = "layer") -> Fx
     """
     from solver.importers.torch_fx import import_torch
 
-    graph = import_torch(spec, tuple(input_shape), level=level)
+    graph = import_torch(spec, tuple(input_shape), level=level, devices=platform)
     return FxPlan(spec, tuple(input_shape), level, graph)
 
 
