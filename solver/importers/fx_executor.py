@@ -265,6 +265,8 @@ class _FxRuntime:
         self.copies: dict[str, Any] = {}
         self.copy_ms = 0.0
         self.pending: list[_Saved] = []
+        self.derived: dict[str, Any] = {}  # views of the inputs made in the running node
+        self.input_storages: set[int] = set()
         self.part = ""
         self.context: dict[str, Any] = {}
         self.freed_after: frozenset[tuple[str, str]] = frozenset()
@@ -304,7 +306,7 @@ class _FxRuntime:
         if source == device:
             return value
         start = clock(self.torch, self.mapping[device])
-        copied = {k: t.to(self.mapping[device], copy=True) for k, t in value.items()}
+        copied = _copied(value, self.mapping[device])
         self.copy_ms += clock(self.torch, self.mapping[device]) - start
         self.copies[gid] = copied
         return copied
@@ -318,6 +320,8 @@ class _FxRuntime:
         needed = self._needed_after(gid)
         env: dict[str, Any] = {}
         derived: dict[str, Any] = {}
+        self.derived = derived
+        self.input_storages = {_storage_id(leaf) for leaf in leaves.values()}
         self.pending = []
         elapsed = 0.0
         hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
@@ -336,6 +340,8 @@ class _FxRuntime:
                 del args, kwargs
                 for dead in [k for k in env if k not in needed[j]]:
                     del env[dead]
+                for dead in [k for k in derived if k not in needed[j]]:
+                    del derived[dead]
                 held = [*env.values(), *derived.values(), *(s.tensor for s in self.pending)]
                 self._measure(device, held)
         out = env.pop(parts[-1])
@@ -344,7 +350,7 @@ class _FxRuntime:
         self.records[gid] = self._record(target, out, leaves)
         for leaf in leaves.values():  # autograd's AccumulateGrad holds the leaf: empty it
             leaf.data = torch.empty(0, dtype=leaf.dtype, device=leaf.device)
-        self.pending = []
+        self.pending, self.derived = [], {}
         return elapsed, result
 
     def _resolve(self, n, env, derived, leaves, module, target, gid: str):
@@ -439,6 +445,12 @@ class _FxRuntime:
     # ----- autograd's saved tensors ----------------------------------------------------------
     def _pack(self, tensor) -> _Saved:
         saved = _Saved(tensor, self.part)
+        if _storage_id(tensor) not in self.fixed | self.input_storages:
+            name = _derived_match(self.torch, tensor, self.derived)
+            if name is not None:  # a reshaped copy of an input: dropped now, rebuilt later
+                saved.point_at("derived", (name, tuple(tensor.shape)))
+                self.pending.append(saved)
+                return saved
         if _activation(self.fx[self.part], self._module()) == "dropout":
             scale = _mask_scale(self.torch, tensor)
             if scale is not None and _storage_id(tensor) not in self.fixed:
@@ -470,11 +482,12 @@ class _FxRuntime:
     def _classify(self, result: dict, out, leaves: Mapping, derived: Mapping, values) -> None:
         """Turn every tensor autograd saved during the forward into a reference, a fixed
         tensor, or a member of the node's bundle (``result["s0"]``, ...)."""
-        torch = self.torch
         out_id = _storage_id(out)
         inputs = {_storage_id(v["out"]): g for g, v in values.items()}
         for saved in self.pending:
             t = saved.tensor
+            if saved.kind == "derived":
+                continue
             sid = _storage_id(t)
             if saved.kind == "mask":
                 key = f"s{len(result) - 1}"
@@ -486,8 +499,6 @@ class _FxRuntime:
                 saved.point_at("out", None, _geometry(t))
             elif sid in inputs:
                 saved.point_at("in", inputs[sid], _geometry(t))
-            elif (name := _derived_match(torch, t, derived)) is not None:
-                saved.point_at("derived", (name, tuple(t.shape)))
             else:
                 key = f"s{len(result) - 1}"
                 result[key] = t
@@ -632,9 +643,7 @@ class _FxRuntime:
     def offload(self, gid: str, source: str, target: str) -> None:
         """An offloading copy at the end of a stage, kept on ``target``."""
         start = clock(self.torch, self.mapping[target])
-        self.store[target][gid] = {
-            k: t.to(self.mapping[target], copy=True) for k, t in self.store[source][gid].items()
-        }
+        self.store[target][gid] = _copied(self.store[source][gid], self.mapping[target])
         self.copy_ms += clock(self.torch, self.mapping[target]) - start
         self._measure(target)
 
@@ -653,6 +662,19 @@ class _FxRuntime:
             name: self.param_grads.get(name, self.torch.zeros_like(p, device="cpu"))
             for name, p in module.named_parameters()
         }
+
+
+def _copied(value: Mapping[str, Any], device) -> dict[str, Any]:
+    """A copy of a node's tensors on ``device``; tensors that are one tensor (the gradient an
+    addition hands both its inputs) stay one."""
+    done: dict[tuple, Any] = {}
+    result = {}
+    for key, tensor in value.items():
+        ident = (_storage_id(tensor), _geometry(tensor))
+        if ident not in done:
+            done[ident] = tensor.to(device, copy=True)
+        result[key] = done[ident]
+    return result
 
 
 def _ancestors_here(node, owner: Mapping[str, str]):
