@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
+from app.landmarks import Landmarks, compute_landmarks
 from app.project import SolverSettings
 from solver.document.graph import Graph
 from solver.errors import XEngineError
@@ -81,6 +82,7 @@ class Document(QObject):
         self._settings = SolverSettings()
         self._file_path: str | None = None
         self._cache: dict[ResultKey, SolveResult] = {}
+        self._landmarks: tuple[int, Landmarks] | None = None
         self.undo_stack = QUndoStack(self)
         """Every edit of graph, devices and memory limits; clean = saved."""
         self.undo_stack.cleanChanged.connect(self._on_undo_stack_clean_changed)
@@ -107,6 +109,15 @@ class Document(QObject):
             return
         self._graph = self._graph.with_memory_limits(limits)
         self.memory_limits_changed.emit()
+
+    def landmarks(self) -> Landmarks | None:
+        """No-remat peak and lower bounds of the current graph, once per structure (they do
+        not depend on the memory limits; views ask on every slider step and incumbent)."""
+        if self._graph is None:
+            return None
+        if self._landmarks is None or self._landmarks[0] != self._token:
+            self._landmarks = (self._token, compute_landmarks(self._graph))
+        return self._landmarks[1]
 
     @property
     def structure_token(self) -> int:

@@ -13,11 +13,25 @@ from fractions import Fraction
 
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QLineEdit, QSlider, QStyle, QStyleOptionSlider, QWidget
+from PySide6.QtWidgets import (
+    QLineEdit,
+    QProgressBar,
+    QSlider,
+    QStyle,
+    QStyleOptionSlider,
+    QWidget,
+)
 
 from solver.document.units import parse_size
 
-__all__ = ["exact_size_text", "size_text", "SizeEdit", "MarkedSlider", "ERROR_STYLE"]
+__all__ = [
+    "exact_size_text",
+    "size_text",
+    "count_bar",
+    "SizeEdit",
+    "MarkedSlider",
+    "ERROR_STYLE",
+]
 
 ERROR_STYLE = "QLineEdit { border: 1px solid #d62728; background: #fdecea; }"
 _UNITS = (
@@ -68,6 +82,20 @@ def size_text(num_bytes: int) -> str:
             value = num_bytes / factor
             return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
     return f"{num_bytes} B"
+
+
+def count_bar(text_format: str, widest: int = 888) -> QProgressBar:
+    """A progress bar that counts (``"%v / %m solves"``) and is never narrower than its text.
+
+    Beside a stretching status line a bar can be squeezed below its text's width, and the
+    count is cut off mid-sweep. Its minimum width fits the text at ``widest``.
+    """
+    bar = QProgressBar()
+    bar.setFormat(text_format)
+    bar.setTextVisible(True)
+    sample = text_format.replace("%v", str(widest)).replace("%m", str(widest))
+    bar.setMinimumWidth(bar.fontMetrics().horizontalAdvance(sample) + 24)
+    return bar
 
 
 class SizeEdit(QLineEdit):

@@ -36,10 +36,10 @@ from app.commands import (
     SetMemoryLimitCommand,
 )
 from app.document import Document
+from app.landmarks import Landmarks, compute_landmarks
 from app.widgets import MarkedSlider, SizeEdit, exact_size_text
 from solver.document.graph import Device, Graph
 from solver.document.units import format_size, parse_bandwidth
-from solver.optimize.bounds import lower_bound, no_remat_peak
 
 __all__ = ["DevicesPanel", "DeviceRow", "SLIDER_STEPS", "below_bound_note", "landmarks_text"]
 
@@ -111,8 +111,10 @@ class DeviceRow(QFrame):
     def update_from(self, graph: Graph) -> None:
         """Show the device's memory, the landmarks and the percent of the peak."""
         device = graph.device(self.device_name)
-        low = lower_bound(graph, self.device_name) if graph.nodes else 0
-        peak = no_remat_peak(graph) if graph.nodes else 0
+        marks = self._document.landmarks() if graph is self._document.graph else None
+        marks = marks or compute_landmarks(graph)
+        low = marks.lower[self.device_name] if graph.nodes else 0
+        peak = marks.peak if graph.nodes else 0
         if peak > 0:
             self._scale = int(device.fixed_memory + 1.25 * max(peak, low))
         else:  # no nodes yet: nothing to compare with, so span twice the device memory
@@ -132,9 +134,15 @@ class DeviceRow(QFrame):
         self.landmarks_label.setText(
             landmarks_text(device.activation_budget, device.fixed_memory, low, peak)
         )
-        self.percent_label.setText(_percent_text(device.activation_budget, low, peak))
-        note = below_bound_note(graph, self.device_name) if peak > 0 else ""
+        stranded = bool(marks.unplaceable(graph)) if peak > 0 else False
+        too_big = len(marks.too_big_for(graph, self.device_name)) if peak > 0 else 0
+        self.percent_label.setText(_percent_text(device.activation_budget, peak, too_big, stranded))
+        note = below_bound_note(graph, self.device_name, marks) if peak > 0 else ""
+        self.percent_label.setToolTip(note)
         self.note_label.setText(note)
+        self.note_label.setStyleSheet(
+            f"font-size: 8pt; color: {LOWER_COLOUR};" if stranded else "font-size: 8pt;"
+        )
         self.note_label.setVisible(bool(note))
         self.size_edit.setToolTip(
             f"Device memory, in total: {device.memory:,} bytes"
@@ -189,33 +197,50 @@ class DeviceRow(QFrame):
         self._document.edit(RemoveDeviceCommand, self.device_name)
 
 
-def below_bound_note(graph: Graph, device: str) -> str:
+def below_bound_note(graph: Graph, device: str, marks: Landmarks | None = None) -> str:
     """Why a device below its lower bound is not an error when another device can help.
 
     Below the lower bound the device alone cannot run every node (one node's inputs, output
     and fixed needs do not fit); a heterogeneous schedule runs those nodes elsewhere. The
-    bundled teaching graph starts there on purpose, so the window says so instead of only
-    showing a red warning.
+    bundled teaching graph starts there on purpose, so the window says so, in neutral words:
+    red is kept for budgets under which no schedule exists at all.
     """
-    low = lower_bound(graph, device)
+    marks = marks or compute_landmarks(graph)
     budget = graph.device(device).activation_budget
-    if budget >= low:
+    too_big = marks.too_big_for(graph, device)
+    if not too_big:
         return ""
-    helpers = [
-        d.name
-        for d in graph.devices
-        if d.name != device and d.activation_budget >= lower_bound(graph, d.name)
-    ]
+    names = ", ".join(too_big[:3]) + (f" and {len(too_big) - 3} more" if len(too_big) > 3 else "")
+    need = int(max(marks.requirements[graph.index[n]] for n in too_big))
     alone = (
-        f"{device} alone cannot run every node: some node needs {format_size(low)} of "
-        f"activations at once and it has {format_size(budget)}."
+        f"{device} alone cannot run every node: {names} "
+        f"need{'s' if len(too_big) == 1 else ''} up to {format_size(need)} of activations at "
+        f"once and {device} has {format_size(budget)}."
     )
-    if helpers:
+    stranded = marks.unplaceable(graph)
+    if not stranded:
+        elsewhere = _helpers(graph, marks, too_big)
         return (
-            f"{alone} That is allowed: XEngine runs those nodes on {', '.join(helpers)} and "
-            f"keeps the rest on {device}. Single-device methods on {device} are infeasible."
+            f"{alone} That is allowed: XEngine runs "
+            f"{'it' if len(too_big) == 1 else 'them'} on {', '.join(elsewhere)} and keeps the "
+            f"rest on {device}. Single-device methods on {device} are infeasible."
         )
-    return f"{alone} No other device can run every node either; raise a budget to solve."
+    return (
+        f"{alone} No schedule exists: {', '.join(stranded[:3])} fit no device that can run "
+        "them; raise a memory limit to solve."
+    )
+
+
+def _helpers(graph: Graph, marks: Landmarks, nodes: list[str]) -> list[str]:
+    """Devices whose budgets fit some of ``nodes`` (where a heterogeneous schedule puts them)."""
+    found = []
+    for d, dev in enumerate(graph.devices):
+        for name in nodes:
+            k = graph.index[name]
+            fits = marks.requirements[k] <= dev.activation_budget
+            if fits and not math.isnan(graph.cost[d, k]) and dev.name not in found:
+                found.append(dev.name)
+    return found
 
 
 def landmarks_text(budget: int, fixed: int, low: int, peak: int) -> str:
@@ -237,16 +262,21 @@ def landmarks_text(budget: int, fixed: int, low: int, peak: int) -> str:
     )
 
 
-def _percent_text(budget: int, low: int, peak: int) -> str:
+def _percent_text(budget: int, peak: int, too_big: int, stranded: bool) -> str:
     """Always the percentage of the no-remat peak (as ``gpu=60%`` on the command line), then
-    what it means: below the lower bound, or nothing recomputed."""
+    what it means. Red means the user's problem cannot be solved (``stranded``: some node fits
+    no device); below this device's own lower bound with help at hand is a neutral fact (the
+    row's note and the tooltip say why)."""
     if peak <= 0:
         return ""
     text = f"<b>{100 * budget / peak:.0f} %</b> of peak"
-    if budget < low:
-        return f"{text} \u00b7 <span style='color:{LOWER_COLOUR}'>below lower bound</span>"
+    if stranded:
+        return f"{text} · <span style='color:{LOWER_COLOUR}'>no schedule exists</span>"
+    if too_big:
+        nodes = "1 node runs" if too_big == 1 else f"{too_big} nodes run"
+        return f"{text} · {nodes} elsewhere"
     if budget >= peak:
-        return f"{text} \u00b7 no remat"
+        return f"{text} · no remat"
     return text
 
 

@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QProgressBar,
     QPushButton,
     QSplitter,
     QTableWidget,
@@ -34,6 +33,7 @@ from app.document import Document
 from app.tasks import CurrentTask
 from app.theme import colors_for, style_plot
 from app.views.plotting import configure_plot, install_export_action
+from app.widgets import count_bar
 from app.workers import ProcessWorker
 from solver.document.graph import Graph
 from solver.document.units import format_ms, format_size
@@ -158,9 +158,7 @@ class ComparisonView(QWidget):
         self._run.clicked.connect(self._on_run_clicked)
         self._stop = QPushButton("Cancel")
         self._stop.clicked.connect(self._on_stop_clicked)
-        self._progress = QProgressBar()
-        self._progress.setTextVisible(True)
-        self._progress.setFormat("%v / %m")
+        self._progress = count_bar("%v / %m")
         self._status = QLabel()
         self._status.setTextFormat(Qt.TextFormat.RichText)
         self._status.setWordWrap(True)

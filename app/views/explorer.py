@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -30,6 +29,7 @@ from app.store_lookup import SweepRunner
 from app.tasks import CurrentTask
 from app.theme import colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
+from app.widgets import count_bar
 from solver.document.graph import Graph
 from solver.document.units import format_ms, format_size
 from solver.optimize.bounds import lower_bound, no_remat_peak
@@ -123,6 +123,8 @@ class ExplorerView(QWidget):
         steps = steps or self._steps.value()
         with QSignalBlocker(self._device):
             self._device.setCurrentText(device)
+        with QSignalBlocker(self._steps):
+            self._steps.setValue(steps)  # the box says what is swept
         fractions = sweep_fractions(graph, device, steps)
         # the paper's models of several methods: offloading is the Solve button's option
         options = self._options or self._document.settings.solve_options(offload=False)
@@ -155,8 +157,7 @@ class ExplorerView(QWidget):
         self._run.clicked.connect(self._on_run_clicked)
         self._stop = QPushButton("Cancel")
         self._stop.clicked.connect(self._on_stop_clicked)
-        self._progress = QProgressBar()
-        self._progress.setFormat("%v / %m solves")
+        self._progress = count_bar("%v / %m solves")
         self._status = QLabel()
         self._status.setWordWrap(True)
         self._apply = QPushButton()
@@ -326,8 +327,9 @@ class ExplorerView(QWidget):
                 self._device.setCurrentText((gpus or names)[0])
 
     def _unit(self) -> tuple[str, int]:
-        graph = self._document.graph
-        return byte_unit(no_remat_peak(graph) if graph is not None else 0)
+        # the document's landmarks are computed once per graph structure, not per incumbent
+        marks = self._document.landmarks()
+        return byte_unit(marks.peak if marks is not None else 0)
 
     def _redraw(self) -> None:
         self._redraw_controls()
@@ -387,10 +389,11 @@ class ExplorerView(QWidget):
                 mark.setVisible(False)
             return
         _, scale = self._unit()
+        marks = self._document.landmarks()
         values = {
             "current": graph.device(device).activation_budget,
-            "no-remat peak": no_remat_peak(graph),
-            "lower bound": lower_bound(graph, device),
+            "no-remat peak": marks.peak,
+            "lower bound": marks.lower[device],
         }
         for name, mark in self._marks.items():
             mark.setPen(colors.pen(colors.budget if name == "current" else colors.muted, 1, True))

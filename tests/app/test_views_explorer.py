@@ -88,3 +88,44 @@ def test_explorer_offers_to_apply_the_budget_of_an_opened_point(qtbot, view, doc
     assert document.undo_stack.undoText().startswith("Set ")
     document.undo_stack.undo()
     assert document.memory_limits["gpu"] == current and view.apply_button.isVisible()
+
+
+def test_explorer_steps_box_says_what_is_swept(qtbot, view):
+    """run("gpu", 8) from a script or a test: the box said 6 while 8 budgets were swept."""
+    assert view._steps.value() == 6
+    view.run("gpu", 8)
+    assert view._steps.value() == 8
+    assert view._status.text().startswith("Sweeping gpu in ")
+    view.cancel()
+
+
+def test_explorer_progress_count_is_never_cut(qtbot, view):
+    view.resize(420, 300)  # narrow: the status line stretches, the bar must keep its text
+    view.run("gpu", 8)
+    bar = view._progress
+    qtbot.waitUntil(lambda: bar.isVisible())
+    widest = bar.fontMetrics().horizontalAdvance(f"{bar.maximum()} / {bar.maximum()} solves")
+    assert bar.isTextVisible() and bar.width() >= widest
+    view.cancel()
+
+
+def test_explorer_landmarks_computed_once_per_graph(
+    qtbot, view, document, handbuilt_result, monkeypatch
+):
+    """Each incumbent of a solve redrew the ringed point and recomputed the no-remat peak
+    (1.8 ms on ResNet-50): now once per graph structure, whatever the results shown."""
+    import app.landmarks as landmarks
+    import app.views.explorer as explorer
+
+    calls = []
+    original = landmarks.no_remat_peak
+    for module in (landmarks, explorer):  # wherever the explorer gets it from
+        monkeypatch.setattr(module, "no_remat_peak", lambda g: calls.append(g) or original(g))
+    document.set_graph(document.graph.with_memory_limits(document.memory_limits))  # new structure
+    calls.clear()
+    for _ in range(5):
+        document.set_result(None)
+        document.set_result(handbuilt_result)
+    assert len(calls) <= 1
+    assert document.landmarks().peak == no_remat_peak(document.graph)
+    assert document.landmarks().lower["gpu"] == lower_bound(document.graph, "gpu")

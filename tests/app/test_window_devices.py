@@ -69,7 +69,12 @@ def test_device_row_says_which_quantity_each_number_counts(make_window):
     assert "Device memory, in total" in row.size_edit.toolTip()
     # the percentage is always there, also below the lower bound (60 % < vgg16's bound)
     percent = row.percent_label.text()
-    assert "<b>60 %</b> of peak" in percent and "below lower bound" in percent
+    assert "<b>60 %</b> of peak" in percent
+    # per device a fact, in neutral words: features_2.grad goes to the CPU; the joint
+    # problem is feasible, so nothing is red (issue 10: red means it cannot be solved)
+    assert "1 node runs elsewhere" in percent and "color" not in percent
+    assert "features_2.grad" in row.percent_label.toolTip()
+    assert "XEngine runs it on cpu" in row.percent_label.toolTip()
 
 
 def test_device_size_field_shows_iec_for_a_typed_si_size(make_window):
@@ -89,13 +94,38 @@ def test_teaching_graph_says_why_its_gpu_is_below_the_lower_bound(make_window):
     window = make_window("chain")  # the default example: its gpu is below the bound on purpose
     graph = window.document.graph
     row = window.devices_panel.rows["gpu"]
-    assert "below lower bound" in row.percent_label.text()
+    # it does not open on red: the joint problem is feasible, the row says why in plain words
+    assert "1 node runs elsewhere" in row.percent_label.text()
+    assert "color" not in row.percent_label.text()
     assert row.note_label.isVisibleTo(row)
     note = row.note_label.text()
     assert note.startswith(
-        f"gpu alone cannot run every node: some node needs {format_size(lower_bound(graph, 'gpu'))}"
+        "gpu alone cannot run every node: relu1.grad needs up to "
+        f"{format_size(lower_bound(graph, 'gpu'))} of activations at once"
     )
-    assert "XEngine runs those nodes on cpu" in note
+    assert "XEngine runs it on cpu" in note
+    assert row.percent_label.toolTip() == note
     assert not window.devices_panel.rows["cpu"].note_label.isVisibleTo(row)
     window.document.edit(SetMemoryLimitCommand, "gpu", 10 * graph.device("gpu").memory)
     assert not row.note_label.isVisibleTo(row)
+    assert "elsewhere" not in row.percent_label.text()
+
+
+def test_red_only_when_no_schedule_exists(make_window):
+    """Both devices below relu1.grad's need: no schedule exists, and the rows say so in red."""
+    from solver.optimize.bounds import explain_infeasible, lower_bound
+
+    window = make_window("chain")
+    graph = window.document.graph
+    need = lower_bound(graph)  # relu1.grad's output and inputs
+    for name in ("cpu", "gpu"):
+        window.document.edit(
+            SetMemoryLimitCommand, name, graph.device(name).fixed_memory + need - 1
+        )
+    assert "node 'relu1.grad' needs" in explain_infeasible(window.document.graph)
+    row = window.devices_panel.rows["gpu"]
+    assert "no schedule exists" in row.percent_label.text()
+    assert "#d62728" in row.percent_label.text()
+    assert "No schedule exists" in row.note_label.text()
+    assert "relu1.grad" in row.note_label.text()
+    assert "#d62728" in row.note_label.styleSheet()
