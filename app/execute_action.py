@@ -1,10 +1,11 @@
 """Solve > Execute on PyTorch: run the shown schedule as a real training step (issue 9).
 
-The graph must come from the ATen importer (``main.py import-torch``; its ``meta`` names the
-model, the input shape and the level). The step runs in a child process
-(:class:`app.workers.ProcessWorker`: capture and execution would otherwise hold the GIL), by
-:func:`solver.importers.executor.execute_schedule`, and the window shows measured beside
-predicted time and per-device peak, and whether the gradients equal ``loss.backward()``.
+The graph must have been imported from PyTorch: by the ATen importer (``main.py
+import-torch``) or the torch.fx one (the bundled vgg16, resnet18, unet, transformer, ...); its
+``meta`` names the model, the input shape, the level and the importer. The step runs in a child
+process (:class:`app.workers.ProcessWorker`: capture and execution would otherwise hold the
+GIL), by :func:`solver.importers.execute_graph.execute_graph`, and the window shows measured
+beside predicted time and per-device peak, and whether the gradients equal ``loss.backward()``.
 The document is only read on the GUI thread, when the action is triggered (a snapshot).
 """
 
@@ -39,21 +40,10 @@ def execute_job(
     report: Callable[[object], None],
     cancel: threading.Event,
 ) -> dict[str, Any]:
-    """Capture the graph's model again and run ``schedule`` on it (in the child process)."""
-    from solver.errors import XEngineError
-    from solver.importers.aten import capture_model, graph_from_plan, structure_hash
-    from solver.importers.aten_groups import plan_groups
-    from solver.importers.executor import execute_schedule
-    from solver.importers.hardware import make_platform
+    """Import the graph's model again and run ``schedule`` on it (in the child process)."""
+    from solver.importers.execute_graph import execute_graph
 
-    meta = graph.meta
-    plan = plan_groups(capture_model(meta["source"], tuple(meta["input_shape"])), meta["level"])
-    if structure_hash(graph_from_plan(plan, make_platform())) != structure_hash(graph):
-        raise XEngineError(
-            f"graph '{graph.name}' is no longer the import of {meta['source']} (edited or "
-            "imported differently); import it again and solve"
-        )
-    report = execute_schedule(plan, graph, schedule, device_map)
+    report = execute_graph(graph, schedule, device_map)
     # the per-operation times too: the schedule views draw them as ghost bars
     return {**report.to_json(), "op_ms": [list(row) for row in report.op_ms]}
 
@@ -133,13 +123,11 @@ class ExecuteAction(QObject):
         graph, result = self.document.graph, self.document.result
         if graph is None or result is None or result.schedule is None:
             return False
-        if not {"source", "input_shape", "level"} <= set(graph.meta):
-            ErrorDialog.show_error(
-                self.window,
-                "This graph cannot be executed",
-                f"{graph.name}: it was not imported from PyTorch's joint graph; import the "
-                "model with 'main.py import-torch MODULE:CLASS --input SHAPE', then solve",
-            )
+        from solver.importers.execute_graph import executable_reason
+
+        reason = executable_reason(graph)
+        if reason:
+            ErrorDialog.show_error(self.window, "This graph cannot be executed", reason)
             return False
         default = ",".join(f"{d.name}=cpu" for d in graph.devices)  # no GPU assumed
         text = DeviceMapDialog.ask(self.window, graph.meta["source"], default)
