@@ -82,8 +82,14 @@ def condense_cycles(
         if new.endswith(_GRAD):
             first = next(g for g in members if g.endswith(_GRAD))
             of[new] = first.removesuffix(_GRAD)
+        logger.debug("groups %s read each other (a cycle); merged into %s", members, new)
+    if components:
+        first = sorted(components, key=lambda c: rank.get(c[0], len(rank)))[0]
         logger.warning(
-            "groups %s read each other (a cycle); merged into %s", ", ".join(members), new
+            "%d cycle(s) of groups that read each other merged into one node each (%s -> %s)",
+            len(components),
+            ", ".join(first),
+            rename[first[0]],
         )
     return Condensed(rename, of)
 

@@ -110,7 +110,7 @@ def is_view(node: Any) -> bool:
     if target is operator.getitem:
         return is_view(node.args[0]) if hasattr(node.args[0], "target") else False
     name = getattr(target, "__name__", "")
-    if name.startswith(("_unsafe_view", "alias")):
+    if name.startswith(("_unsafe_view", "alias", "unsafe_split", "unsafe_chunk")):
         return True
     return bool(getattr(target, "is_view", False))
 
@@ -214,7 +214,7 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     nodes = list(capture.gm.graph.nodes)
     base = bases(nodes)
     owned = [n for n in nodes if n.op == "call_function" and not is_view(n)]
-    forward_group = _forward_groups(owned, base, level)
+    forward_group = _merge_write_hazards(nodes, owned, base, _forward_groups(owned, base, level))
     owner = _assign(nodes, owned, base, forward_group)
     condensed = condense_cycles(
         _group_reads(owned, owner, base),
@@ -233,6 +233,47 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
             for g in groups
         )
     return GroupPlan(capture, level, groups, owner, tuple(sorted(grads)))
+
+
+def _merge_write_hazards(
+    nodes: list, owned: list, base: dict[str, str], forward_group: dict[str, str]
+) -> dict[str, str]:
+    """Merge into an in-place op's group every forward group that reads the storage it
+    writes before it writes it (the value before the write).
+
+    An in-place op (a GRU cell's ``sigmoid_`` on a chunk of its gates) runs with the group
+    that allocated the storage, so a recomputation redoes it. An op of another group that
+    read the storage between the allocation and the write (``clone`` of that chunk) must then
+    run inside that group too: as its own node it would run after the whole group, writes
+    included, and read the wrong value (wrong gradients at op level).
+    """
+    position = {n.name: j for j, n in enumerate(nodes)}
+    aliases: dict[str, list] = {}
+    for n in nodes:
+        aliases.setdefault(base.get(n.name, n.name), []).append(n)
+    merged: dict[str, str] = {}
+
+    def find(group: str) -> str:
+        while group in merged:
+            group = merged[group]
+        return group
+
+    for m in owned:
+        root = base[m.name]
+        if not is_inplace(m) or root == m.name or forward_group.get(m.name, LOSS_ID) == LOSS_ID:
+            continue
+        for alias in aliases.get(root, ()):
+            for reader in alias.users:
+                if not position[root] < position[reader.name] < position[m.name]:
+                    continue
+                group = forward_group.get(reader.name)
+                if group is None or group == LOSS_ID or is_view(reader):
+                    continue
+                if find(group) != find(forward_group[m.name]):
+                    merged[find(group)] = find(forward_group[m.name])
+    if not merged:
+        return forward_group
+    return {op: find(group) for op, group in forward_group.items()}
 
 
 def _group_reads(owned: list, owner: dict[str, str], base: dict[str, str]) -> dict[str, set[str]]:

@@ -1,0 +1,344 @@
+"""``import-torch`` on torch.nn models nobody bundled: each imports at layer and op level as a
+DAG, its forward FLOPs are FlopCounterMode's, its backward reads what autograd saves, and a few
+of them run by a schedule at GPU 60 % with torch's gradients and the predicted peak."""
+
+from __future__ import annotations
+
+import functools
+
+import networkx as nx
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
+from solver.importers.aten_capture import InputSpec, example_inputs  # noqa: E402
+from solver.importers.aten_groups import flop_mapping, plan_groups  # noqa: E402
+from solver.importers.executor import execute_schedule  # noqa: E402
+from solver.importers.hardware import make_platform  # noqa: E402
+from solver.optimize.bounds import no_remat_peak  # noqa: E402
+from solver.optimize.methods import solve  # noqa: E402
+from tests.solver.importers.test_aten import autograd_saved, captured_saved  # noqa: E402
+
+
+class DecoderLayer(nn.Module):
+    """nn.TransformerDecoderLayer called as layer(x, x) (memory = target), then a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(32, 4, 64, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.layer(x, x))
+
+
+class Gru(nn.Module):
+    """2-layer nn.GRU, batch first, the last step into a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 24, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(24, 5)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.fc(y[:, -1])
+
+
+class BiLstm(nn.Module):
+    """Bidirectional nn.LSTM (oneDNN's layer on the CPU), then a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 24, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(48, 3)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y)
+
+
+class EmbeddingEncoder(nn.Module):
+    """nn.Embedding on int64 token ids, a TransformerEncoderLayer, a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.enc = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+        self.head = nn.Linear(32, 7)
+
+    def forward(self, tokens):
+        return self.head(self.enc(self.emb(tokens)))
+
+
+class ConvGroupNorm(nn.Module):
+    """Conv1d + GroupNorm + GELU, twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv1d(4, 12, 5, padding=2), nn.GroupNorm(3, 12), nn.GELU())
+        self.b = nn.Sequential(nn.Conv1d(12, 6, 3), nn.GroupNorm(2, 6), nn.GELU())
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+class Upsample(nn.Module):
+    """ConvTranspose2d, then a convolution to 4 r^2 channels and PixelShuffle(2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(3, 6, 3, stride=2, padding=1, output_padding=1)
+        self.conv = nn.Conv2d(6, 16, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+
+    def forward(self, x):
+        return self.shuffle(self.conv(torch.relu(self.up(x))))
+
+
+class Tied(nn.Module):
+    """The same Linear used twice (its weight gradient is the sum of two uses)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(12, 24)
+        self.shared = nn.Linear(24, 24)
+
+    def forward(self, x):
+        return self.shared(torch.tanh(self.shared(self.inp(x))))
+
+
+class InplaceResidual(nn.Module):
+    """ReLU(inplace=True) right after a residual add, twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(20, 20), nn.Linear(20, 20)
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        x = self.act(self.a(x) + x)
+        return self.act(self.b(x) + x)
+
+
+class TupleOut(nn.Module):
+    """Returns a tuple (logits, features): the loss is the sum over both."""
+
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = nn.Linear(10, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        features = torch.relu(self.body(x))
+        return self.head(features), features
+
+
+#: Each model and its inputs, small: a capture's cost grows with ops, not sizes.
+BATTERY: dict[str, tuple[type, tuple[InputSpec, ...]]] = {
+    "decoder": (DecoderLayer, (InputSpec((2, 8, 32)),)),
+    "gru": (Gru, (InputSpec((2, 5, 16)),)),
+    "bilstm": (BiLstm, (InputSpec((2, 5, 16)),)),
+    "embedding": (EmbeddingEncoder, (InputSpec((2, 8), "int64"),)),
+    "conv1d-groupnorm": (ConvGroupNorm, (InputSpec((2, 4, 24)),)),
+    "convtranspose-pixelshuffle": (Upsample, (InputSpec((2, 3, 6, 6)),)),
+    "tied": (Tied, (InputSpec((3, 12)),)),
+    "inplace-residual": (InplaceResidual, (InputSpec((3, 20)),)),
+    "tuple-output": (TupleOut, (InputSpec((3, 10)),)),
+}
+LEVELS = ("layer", "op")
+
+
+@functools.cache
+def capture(name: str):
+    cls, inputs = BATTERY[name]
+    return capture_model(cls, inputs, name=name)
+
+
+@functools.cache
+def planned(name: str, level: str):
+    plan = plan_groups(capture(name), level)
+    return plan, graph_from_plan(plan, make_platform())
+
+
+def real(name: str):
+    """The model with real weights and its inputs, as the executor draws them (seed 0)."""
+    cls, inputs = BATTERY[name]
+    torch.manual_seed(0)
+    model = cls().train()
+    return model, example_inputs(torch, inputs)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", sorted(BATTERY))
+def test_battery_imports_as_a_dag_with_flop_counter_flops(name, level):
+    plan, graph = planned(name, level)  # graph_from_plan (make_graph) refuses a cycle
+    edges = nx.DiGraph([(graph.nodes[i].id, graph.nodes[k].id) for i, k in graph.edge_pairs])
+    assert nx.is_directed_acyclic_graph(edges)
+    assert [n.kind for n in graph.nodes].count("loss") == 1
+    assert any(n.kind == "backward" for n in graph.nodes)
+    model, inputs = real(name)
+    with FlopCounterMode(display=False, custom_mapping=flop_mapping()) as counter:
+        model(*inputs)
+    expected = counter.get_total_flops()
+    assert expected > 0
+    assert abs(plan.forward_flops - expected) <= 0.05 * expected
+
+
+@pytest.mark.parametrize("name", sorted(n for n in BATTERY if n != "tuple-output"))
+def test_battery_backward_reads_what_autograd_saves(name):
+    """The capture's backward ops read exactly the tensors autograd saves (test_aten's
+    helpers), and at op level a forward node feeds a backward node exactly when it owns one."""
+    model, (x,) = real(name)
+    expected = autograd_saved(model, x)
+    plan, graph = planned(name, "op")
+    saved = captured_saved(plan)
+    assert sorted(saved.values()) == expected
+    feeding = {
+        graph.nodes[i].id
+        for i, k in graph.edge_pairs
+        if graph.nodes[i].kind == "forward" and graph.nodes[k].kind in ("backward", "loss")
+    }
+    assert feeding == {plan.owner[v] for v in saved}
+
+
+def test_battery_gru_backward_is_one_node_per_layer_level_group_not_the_loss():
+    """The GRU's parameter-gradient sums over time steps go to its backward node: the loss
+    reads the head's output only, and the GRU's backward reads the head's gradient."""
+    plan, graph = planned("gru", "layer")
+    ids = [g.id for g in plan.groups if not g.workspace_of]
+    assert ids == ["gru", "fc", "loss", "fc.grad", "gru.grad"]
+
+    def inputs(node_id):
+        return {graph.nodes[i].id for i in graph.inputs[graph.index[node_id]]}
+
+    assert inputs("loss") == {"fc"}
+    assert inputs("gru.grad") >= {"fc.grad", "gru"}
+    assert len(plan.group("loss").ops) < 10  # the loss and its gradient, nothing else
+
+
+def test_battery_tied_weight_gradient_is_summed_in_a_backward_node():
+    plan, _ = planned("tied", "layer")
+    ids = [g.id for g in plan.groups if not g.workspace_of]
+    assert "shared.grad" in ids and "shared#2.grad" in ids
+    assert len(plan.group("loss").ops) < 10
+
+
+#: (model, level, method) run at GPU 60 % on both devices mapped to this CPU. Small as they are,
+#: greedy keeps most nodes on the CPU (launch costs); chen-greedy:gpu recomputes on the GPU.
+EXECUTED = [
+    ("decoder", "layer", "greedy"),
+    ("decoder", "op", "chen-greedy:gpu"),
+    ("gru", "layer", "greedy"),
+    ("gru", "op", "greedy"),
+    ("embedding", "layer", "greedy"),
+    ("embedding", "op", "greedy"),
+    ("bilstm", "layer", "greedy"),
+    ("inplace-residual", "layer", "greedy"),
+    ("tuple-output", "layer", "greedy"),
+]
+#: The executor draws one float input, torch.randn(capture.input_shape) (executor._build), so
+#: an nn.Embedding gets float indices; see test_battery_embedding_executes_with_its_own_inputs.
+FLOAT_INPUT_ONLY = pytest.mark.xfail(
+    reason="executor._build draws x = torch.randn(capture.input_shape): one float input, so "
+    "nn.Embedding refuses its indices (RuntimeError: Expected tensor for argument #1 "
+    "'indices' to have one of the following scalar types: Long, Int); it should draw "
+    "aten_capture.example_inputs(torch, capture.inputs)",
+    raises=RuntimeError,
+    strict=True,
+)
+#: The loss node's memory is max(kept, working) (aten_groups._build): its intermediates
+#: (pow, mean and their gradients) are counted for as long as its output is kept. On these
+#: tiny models that is a third of the peak; see test_battery_tiny_peaks_miss_by_the_loss_alone.
+LOSS_OVERESTIMATE = pytest.mark.xfail(
+    reason="predicted peak exceeds the measured one by the loss node's intermediates "
+    "(loss.memory - loss.kept), over 15 % of these tiny peaks",
+    raises=AssertionError,
+    strict=True,
+)
+MARKS = {
+    "embedding": FLOAT_INPUT_ONLY,
+    "inplace-residual": LOSS_OVERESTIMATE,
+    "tuple-output": LOSS_OVERESTIMATE,
+}
+
+
+def scheduled(name: str, level: str, method: str):
+    """The plan, the graph at GPU 60 % of its no-recomputation peak, and the solve result."""
+    plan, graph = planned(name, level)
+    fixed = graph.device("gpu").fixed_memory
+    graph = graph.with_memory_limits({"gpu": fixed + int(0.6 * no_remat_peak(graph))})
+    result = solve(graph, method)
+    assert result.schedule is not None, result.status
+    return plan, graph, result
+
+
+def check_execution(plan, graph, result):
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match, report.max_abs_error
+    assert report.predicted_peak == result.timeline.peaks
+    for device, peak in report.measured_peak.items():
+        assert peak <= report.budgets[device]
+        assert abs(peak - report.predicted_peak[device]) <= 0.15 * report.predicted_peak[device]
+    return report
+
+
+@pytest.mark.parametrize(
+    ("name", "level", "method"),
+    [pytest.param(*case, marks=MARKS.get(case[0], ())) for case in EXECUTED],
+)
+def test_battery_executes_at_gpu_60_percent(name, level, method):
+    plan, graph, result = scheduled(name, level, method)
+    if method.endswith(":gpu"):  # one device, under its budget: recomputations
+        assert result.timeline.recomputations > 0
+    check_execution(plan, graph, result)
+
+
+def test_battery_embedding_executes_with_its_own_inputs(monkeypatch):
+    """The only thing the embedding model lacks: with the executor's inputs drawn by
+    aten_capture.example_inputs (token ids 0 or 1) instead of randn, it runs by its schedules
+    with torch's gradients and the predicted peak."""
+    from solver.importers import executor
+
+    def build(torch, plan, seed):
+        torch.manual_seed(seed)
+        model = plan.capture.factory().train()
+        (tokens,) = example_inputs(torch, plan.capture.inputs)
+        return model, tokens
+
+    monkeypatch.setattr(executor, "_build", build)
+    for level in LEVELS:
+        check_execution(*scheduled("embedding", level, "greedy"))
+
+
+def test_battery_tiny_peaks_miss_by_the_loss_alone():
+    """Where the 15 % fails, the whole difference is the loss node's own intermediates."""
+    for name in ("inplace-residual", "tuple-output"):
+        plan, graph, result = scheduled(name, "layer", "greedy")
+        report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+        assert report.gradients_match
+        loss = plan.group("loss")
+        assert report.predicted_peak["cpu"] - report.measured_peak["cpu"] == loss.memory - loss.kept
+
+
+@pytest.mark.xfail(
+    reason="an input copied from another device is charged its source node's whole memory "
+    "(every value the node keeps, saved tensors included) for the whole operation; the "
+    "executor copies only the values the operation reads, when it reads them: here "
+    "layer.multihead_attn on the CPU reads layer.self_attn's output (128 KiB) from the GPU, "
+    "charged 4.26 MiB, and the CPU peak is 0.82 of the prediction",
+    raises=AssertionError,
+    strict=True,
+)
+def test_battery_copied_inputs_are_charged_whole_nodes():
+    capture = capture_model(DecoderLayer, (InputSpec((16, 64, 32)),), name="decoder-wide")
+    plan = plan_groups(capture, "layer")
+    graph = graph_from_plan(plan, make_platform())
+    fixed = graph.device("gpu").fixed_memory
+    graph = graph.with_memory_limits({"gpu": fixed + int(0.6 * no_remat_peak(graph))})
+    result = solve(graph, "greedy")
+    assert result.timeline.transfers  # the GPU runs the self-attention, the CPU the rest
+    check_execution(plan, graph, result)
