@@ -246,6 +246,12 @@ def _solve_free(
         if outcome.status is SolveStatus.INFEASIBLE:
             return "proven" if quick else "none"
         return "timeout" if outcome.status is SolveStatus.TIME_LIMIT else "none"
+    if outcome.objective is not None and outcome.objective >= cost - 1e-6 * max(1.0, abs(cost)):
+        # Nothing cheaper came back: HiGHS, given the incumbent as a MIP start, returns it
+        # despite the cutoff. Solved to optimality, that is a proof like CBC's "infeasible".
+        if outcome.status is SolveStatus.OPTIMAL:
+            return "proven" if quick else "none"
+        return "timeout" if outcome.status is SolveStatus.TIME_LIMIT else "none"
     candidate = x.copy()
     candidate[columns] = outcome.values
     logger.debug("neighbourhood of %d columns: %.6g -> %.6g", len(columns), cost, outcome.objective)

@@ -4,6 +4,11 @@
 its rows of the spec. Variable families keep the spec's letters as dicts keyed by index tuples;
 a variable that the spec fixes to 0 (beyond the frontier, or a device that cannot run a node) is
 simply absent, and :meth:`Model.var` returns 0 for it. LP names are built from integers only.
+
+``build_model(graph, offload=True)`` adds offloading (model.md §7) as docs/spec-notes.md,
+"Offloading", states it, written from that text and not from the solved offloading model
+(:mod:`solver.optimize.offload`), which a property test checks against it:
+``O[s->d,t,i]`` (a copy at the end of stage ``t``) and ``H[d,t,i]`` (held during the copies).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 import pulp
 
 from solver.document.graph import Graph
+from solver.execution.simulate import offload_ms
 
 __all__ = ["ScaledMemory", "Model", "scale_memory", "build_model"]
 
@@ -77,7 +83,8 @@ class Model:
     """The PuLP problem with its variable families, as in model.md §3.
 
     Keys: ``R[d, t, i]``, ``S[d, t, i]``, ``Z[d, t, i]``, ``F[d, t, e]``,
-    ``X[d_src, d_dst, t, e]`` with ``e`` the edge number of ``graph.edge_pairs``.
+    ``X[d_src, d_dst, t, e]`` with ``e`` the edge number of ``graph.edge_pairs``; with
+    offloading also ``O[d_src, d_dst, t, i]`` and ``H[d, t, i]``.
     """
 
     graph: Graph
@@ -88,6 +95,8 @@ class Model:
     Z: dict = field(default_factory=dict)
     F: dict = field(default_factory=dict)
     X: dict = field(default_factory=dict)
+    O: dict = field(default_factory=dict)  # noqa: E741 - the family's letter
+    H: dict = field(default_factory=dict)
 
     def var(self, family: dict, key: tuple) -> pulp.LpVariable | int:
         """The variable at ``key``, or 0 where the spec fixes it to zero."""
@@ -95,7 +104,8 @@ class Model:
 
     @property
     def num_variables(self) -> int:
-        return len(self.R) + len(self.S) + len(self.Z) + len(self.F) + len(self.X)
+        families = (self.R, self.S, self.Z, self.F, self.X, self.O, self.H)
+        return sum(len(family) for family in families)
 
     @property
     def num_constraints(self) -> int:
@@ -108,8 +118,9 @@ class Model:
         return src != dst and math.isfinite(self.graph.transfer[e, src, dst])
 
 
-def build_model(graph: Graph) -> Model:
-    """Build XEngine's linearized MIQP for ``graph`` under its devices' budgets.
+def build_model(graph: Graph, offload: bool = False) -> Model:
+    """Build XEngine's linearized MIQP for ``graph`` under its devices' budgets; with
+    ``offload``, tensors may also be copied to another device and kept there (model.md §7).
 
     Examples
     --------
@@ -120,12 +131,16 @@ def build_model(graph: Graph) -> Model:
     """
     model = Model(graph, scale_memory(graph), pulp.LpProblem("xengine", pulp.LpMinimize))
     add_variables(model)
+    if offload:
+        add_offload_variables(model)
     add_frontier_constraints(model)
     add_checkpoint_constraints(model)
     add_availability_constraints(model)
     add_input_constraints(model)
     add_freeing_constraints(model)
     add_memory_constraints(model)
+    if offload:
+        add_offload_constraints(model)
     set_objective(model)
     return model
 
@@ -168,10 +183,15 @@ def add_frontier_constraints(model: Model) -> None:
 
 
 def add_checkpoint_constraints(model: Model) -> None:
-    """``S[d,t+1,i] <= S[d,t,i] + R[d,t,i]``: keep only what was resident or computed."""
+    """``S[d,t+1,i] <= S[d,t,i] + R[d,t,i]``: keep only what was resident or computed;
+    with offloading ``+ sum_s O[s->d,t,i]``: or copied there at the end of the stage."""
+    g = model.graph
     for (d, t, i), keep in model.S.items():
         before = model.var(model.S, (d, t - 1, i)) + model.var(model.R, (d, t - 1, i))
-        model.prob += keep <= before, f"checkpoint_{d}_{t}_{i}"
+        copies = [
+            model.O[s, d, t - 1, i] for s in range(g.num_devices) if (s, d, t - 1, i) in model.O
+        ]
+        model.prob += keep <= before + pulp.lpSum(copies), f"checkpoint_{d}_{t}_{i}"
 
 
 def add_availability_constraints(model: Model) -> None:
@@ -252,9 +272,54 @@ def add_memory_constraints(model: Model) -> None:
                 )
 
 
+def add_offload_variables(model: Model) -> None:
+    """Binary ``O[s->d,t,i]`` for ``i <= t < n-1``, ``s != d`` joined by a link (a copy
+    serves no edge: the link model prices it), and binary ``H[d,t,i]`` for ``t < n-1``."""
+    g, prob = model.graph, model.prob
+    names = [device.name for device in g.devices]
+    for t in range(g.n - 1):
+        for i in range(t + 1):
+            for src in range(g.num_devices):
+                for dst in range(g.num_devices):
+                    if src != dst and math.isfinite(offload_ms(g, i, names[src], names[dst])):
+                        name = f"O_{src}_{dst}_{t}_{i}"
+                        model.O[src, dst, t, i] = prob.add_variable(name, 0, 1, pulp.LpBinary)
+            for d in range(g.num_devices):
+                model.H[d, t, i] = prob.add_variable(f"H_{d}_{t}_{i}", 0, 1, pulp.LpBinary)
+
+
+def add_offload_constraints(model: Model) -> None:
+    """A copy needs its tensor on the source at the end of the stage and not on the target:
+    ``O[s->d,t,i] <= Z[s,t,i]``, ``O <= 1 - Z[d,t,i]``; it lands in a kept tensor:
+    ``O <= S[d,t+1,i]``; the source holds it until the copy: ``F[s,t,(i,k)] + sum_d
+    O[s->d,t,i] <= 1``. During the copies a device holds what it keeps or sends:
+    ``H[d,t,i] >= S[d,t+1,i]``, ``H[d,t,i] >= O[d->d',t,i]``, ``sum_i M_i H[d,t,i] <= B_d``."""
+    g, prob = model.graph, model.prob
+    for (s, d, t, i), o in model.O.items():
+        prob += o <= model.Z[s, t, i], f"offload_src_{s}_{d}_{t}_{i}"
+        prob += o <= 1 - model.Z[d, t, i], f"offload_needed_{s}_{d}_{t}_{i}"
+        prob += o <= model.S[d, t + 1, i], f"offload_kept_{s}_{d}_{t}_{i}"
+        prob += model.H[s, t, i] >= o, f"offload_held_{s}_{d}_{t}_{i}"
+    for (d, t, e), f in model.F.items():
+        i = g.edge_pairs[e][0]
+        sends = [model.O[d, x, t, i] for x in range(g.num_devices) if (d, x, t, i) in model.O]
+        if sends:
+            model.prob += f + pulp.lpSum(sends) <= 1, f"offload_hold_{d}_{t}_{e}"
+    sizes, budget = model.memory.sizes, model.memory.budgets
+    for d in range(g.num_devices):
+        for t in range(g.n - 1):
+            for i in range(t + 1):
+                prob += model.H[d, t, i] >= model.S[d, t + 1, i], f"held_kept_{d}_{t}_{i}"
+            held = [int(sizes[d, i]) * model.H[d, t, i] for i in range(t + 1)]
+            prob += pulp.lpSum(held) <= int(budget[d]), f"memory_copies_{d}_{t}"
+
+
 def set_objective(model: Model) -> None:
-    """``min sum C[d][i] R[d,t,i] + sum CC[e][d'->d] X[d'->d,t,e]`` (ms)."""
+    """``min sum C[d][i] R[d,t,i] + sum CC[e][d'->d] X[d'->d,t,e]`` (ms), plus with
+    offloading ``sum CC_link(s->d, M_i) O[s->d,t,i]``."""
     g = model.graph
+    names = [device.name for device in g.devices]
     compute = [float(g.cost[d, i]) * r for (d, t, i), r in model.R.items()]
     copies = [float(g.transfer[e, s, d]) * x for (s, d, t, e), x in model.X.items()]
-    model.prob += pulp.lpSum(compute + copies)
+    offloads = [offload_ms(g, i, names[s], names[d]) * o for (s, d, t, i), o in model.O.items()]
+    model.prob += pulp.lpSum(compute + copies + offloads)
