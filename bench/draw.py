@@ -4,8 +4,12 @@ Builds a synthetic CPU+GPU schedule (a chain whose every stage recomputes the pr
 computes the next, switching devices in blocks so that transfers appear), replays it, and times
 each view offscreen: the first draw, a redraw with a new result, one pan step over the whole
 schedule, one pan step zoomed in to 2 % (where bar labels appear), and a hover (hit-test plus
-the tooltip, whose recomputation reason replays the schedule up to that bar). Every timing but
-the hover includes a real paint (``QWidget.grab``). Prints a table.
+the tooltip, whose recomputation reason replays the schedule up to that bar) and one step of
+the step-through cursor. Views: the Gantt chart, memory curves, the Schedule tab (both with
+the overview strip), the R/S matrices, memory per tensor, the graph (5,000 nodes, coloured by
+residency at each step) and the step-through panel; the comparison and the explorer plot a
+point per method or budget, never per operation. Every timing but the hover includes a real
+paint (``QWidget.grab``). Prints a table.
 
     .venv/bin/python bench/draw.py [--ops 5000] [--repeat 10]
 
@@ -37,9 +41,11 @@ from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
 from app.document import Document  # noqa: E402
 from app.theme import apply_theme  # noqa: E402
 from app.views.gantt import GanttView  # noqa: E402
+from app.views.graph_view import GraphView  # noqa: E402
 from app.views.matrices import MatricesView  # noqa: E402
 from app.views.memory import MemoryView  # noqa: E402
 from app.views.schedule_view import ScheduleView  # noqa: E402
+from app.views.stepper import StepperPanel  # noqa: E402
 from app.views.tensors import TensorMemoryView  # noqa: E402
 from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph  # noqa: E402
 from solver.document.schedule import Operation, Schedule, Stage  # noqa: E402
@@ -161,8 +167,13 @@ def bench_view(name: str, make, graph: Graph, results: list[SolveResult], repeat
             lane = gantt.lanes.index("gpu")
             spots = iter(ops[len(ops) // 3 :: 7])
             hover = timed(lambda: gantt.tooltip_at(_middle(next(spots)), lane), repeat)
+    # one step of the step-through cursor (arrow key): every view follows it
+    cursor = iter(range(1, 10**6))
+    count = len(document.timeline.ops)
+    step = timed(lambda: (document.set_cursor(next(cursor) * 37 % count), view.grab()), repeat)
+    document.set_cursor(None)
     view.close()
-    return [name, first, redraw, pan_full, pan_zoomed, hover]
+    return [name, first, redraw, pan_full, pan_zoomed, hover, step]
 
 
 def measure_stall(example: str, percent: float, solver: str, limit: float) -> int:
@@ -279,8 +290,12 @@ def main(argv: list[str] | None = None) -> int:
         bench_view("ScheduleView", ScheduleView, graph, results, args.repeat),
         bench_view("MatricesView", MatricesView, graph, results, max(2, args.repeat // 5)),
         bench_view("TensorMemoryView", TensorMemoryView, graph, results, args.repeat),
+        bench_view("GraphView", GraphView, graph, results, max(2, args.repeat // 5)),
+        bench_view("StepperPanel", StepperPanel, graph, results, args.repeat),
     ]
-    header = ("view", "first draw ms", "redraw ms", "pan frame ms", "pan 2% ms", "hover ms")
+    header = (
+        "view", "first draw ms", "redraw ms", "pan frame ms", "pan 2% ms", "hover ms", "step ms"
+    )  # fmt: skip
     print(" | ".join(f"{h:>16}" for h in header))
     print(" | ".join("-" * 16 for _ in header))
     for row in rows:

@@ -87,6 +87,8 @@ def collapse(
     members: dict[str, list[str]] = {}
     grouped = {b: f"{GROUP_MARK}{b} ({len(ids)})" for b, ids in blocks.items()}
     grouped = {b: name for b, name in grouped.items() if len(blocks[b]) > 1 and b not in expanded}
+    if not grouped:  # no block to contract (names without module prefixes): nothing to rebuild
+        return graph, {n.id: [n.id] for n in graph.nodes}
     nodes: list[Node] = []
     for block, ids in blocks.items():
         if block not in grouped:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -50,6 +50,8 @@ DETAIL_SCALE = 0.75
 """Below this zoom a box shows only its name (at :data:`TITLE_PIXELS`), not op and size."""
 TITLE_PIXELS = 10
 """Height on screen of a zoomed-out box's name."""
+TINY_PIXELS = 6
+"""A box narrower than this on screen is drawn as a plain rectangle (level of detail)."""
 STATUS_LABELS = {
     "computing": "computing",
     "resident": "resident",
@@ -115,7 +117,26 @@ def _mix(a: QColor, b: QColor, amount: float) -> QColor:
     )
 
 
-class NodeItem(QGraphicsItem):
+class LazyTip:
+    """A tooltip written when the mouse reaches the item, not when the item is made.
+
+    Describing every node and edge up front cost a second on a 5,000-node graph (and every
+    node again on each step of the cursor); ``tip_source`` is called on hover enter instead,
+    and by :meth:`toolTip` for readers that ask directly.
+    """
+
+    tip_source: Callable[[], str] | None = None
+
+    def refresh_tip(self) -> None:
+        if self.tip_source is not None:
+            QGraphicsItem.setToolTip(self, self.tip_source())  # type: ignore[arg-type]
+
+    def toolTip(self) -> str:  # noqa: N802 - Qt name, for Python readers
+        self.refresh_tip()
+        return QGraphicsItem.toolTip(self)  # type: ignore[arg-type]
+
+
+class NodeItem(LazyTip, QGraphicsItem):
     """One operator: a rounded box centred on its position, with chips in step mode."""
 
     def __init__(self, node: Node, height: float, colors: Colors):
@@ -148,7 +169,10 @@ class NodeItem(QGraphicsItem):
 
     def set_residency(self, devices: tuple[str, ...], residency: Mapping[str, str] | None) -> None:
         """Device statuses of this node's tensor (``None``: not stepping)."""
-        self.prepareGeometryChange()
+        if devices == self._devices and residency == self._residency:
+            return  # most nodes at a step of the cursor: nothing to repaint
+        if (residency is None) != (self._residency is None):
+            self.prepareGeometryChange()  # the chips row comes or goes
         self._devices = devices
         self._residency = residency
         self.update()
@@ -199,6 +223,7 @@ class NodeItem(QGraphicsItem):
         return self._hovered
 
     def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self.refresh_tip()
         self.set_hovered(True)
         if self.on_hover is not None:
             self.on_hover(self.node_id)
@@ -215,9 +240,13 @@ class NodeItem(QGraphicsItem):
         faded = self._residency is not None and not any(
             s in ("resident", "computing", "transferred") for s in self._residency.values()
         )
+        box = self.box
+        scale = option.levelOfDetailFromTransform(painter.worldTransform())
+        if box.width() * scale < TINY_PIXELS:
+            self._paint_tiny(painter, box, kind, faded)
+            return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setOpacity(0.4 if faded else 1.0)
-        box = self.box
         fill = _mix(kind, background, 0.82 if not self._hovered else 0.7)
         if self._selected or self._drop_target:
             glow = QColor(colors.selection if self._selected else colors.transfer)
@@ -236,7 +265,6 @@ class NodeItem(QGraphicsItem):
         clip = QPainterPath()
         clip.addRect(QRectF(box.left(), box.top(), 5, box.height()))
         painter.drawPath(accent.intersected(clip))
-        scale = option.levelOfDetailFromTransform(painter.worldTransform())
         if scale >= DETAIL_SCALE:
             self._paint_text(painter, box)
         else:
@@ -244,6 +272,23 @@ class NodeItem(QGraphicsItem):
         if self._residency is not None:
             painter.setOpacity(1.0)
             self._paint_chips(painter, box)
+
+    def _paint_tiny(self, painter: QPainter, box: QRectF, kind: QColor, faded: bool) -> None:
+        """A few pixels on screen (thousands of nodes at Fit): a plain box in the kind's
+        colour, its chips as plain bars; no outline, text or rounding to draw."""
+        painter.setOpacity(0.4 if faded else 1.0)
+        colour = QColor(self._colors.selection) if self._selected or self._hovered else kind
+        painter.fillRect(box, colour)
+        if self._residency is None:
+            return
+        painter.setOpacity(1.0)
+        count = max(len(self._devices), 1)
+        width = box.width() / count
+        for i, device in enumerate(self._devices):
+            status = self._residency.get(device, "")
+            if status not in ("", "freed"):
+                rect = QRectF(box.left() + i * width, box.bottom() + 3, width, CHIP_HEIGHT)
+                painter.fillRect(rect, status_colour(status, self._colors))
 
     def _paint_title(self, painter: QPainter, box: QRectF, scale: float) -> None:
         """Zoomed out (level of detail): the name alone, at a readable size on screen.
@@ -351,7 +396,7 @@ class NodeItem(QGraphicsItem):
         return "<br>".join(rows)
 
 
-class EdgeItem(QGraphicsPathItem):
+class EdgeItem(LazyTip, QGraphicsPathItem):
     """A curved arrow from the source box to the target box."""
 
     ARROW = 7.0
@@ -366,7 +411,12 @@ class EdgeItem(QGraphicsPathItem):
         self._head = QPolygonF()
         self.setZValue(1)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setAcceptHoverEvents(True)  # its tooltip is written on hover enter
         self.update_path()
+
+    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self.refresh_tip()
+        super().hoverEnterEvent(event)
 
     def set_emphasis(self, level: int) -> None:
         if level != self._emphasis:

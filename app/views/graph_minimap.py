@@ -12,6 +12,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QFrame, QGraphicsView
 
+from app.views.graph_canvas import content_bounds
+
 __all__ = ["Minimap"]
 
 SIZE = (180, 110)
@@ -41,7 +43,7 @@ class Minimap(QGraphicsView):
         scene = self.scene()
         if scene is None or not shiboken6.isValid(scene):
             return  # the window is being torn down
-        bounds = scene.itemsBoundingRect()
+        bounds = content_bounds(scene)
         parent = self._canvas.viewport()
         self.move(parent.width() - SIZE[0] - 8, parent.height() - SIZE[1] - 8)
         whole = self.visible_area().contains(bounds)

@@ -13,6 +13,7 @@ Listens to ``graph_changed`` (re-layout), ``selection_changed``/``edge_selection
 
 from __future__ import annotations
 
+import functools
 import html
 import logging
 import math
@@ -305,7 +306,9 @@ class GraphView(QWidget):
         self._residency = step_residency(self._document)
         if graph is not None and graph.nodes:
             self._build_items(graph)
-        self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-400, -300, 400, 300))
+        bounds = self.scene.itemsBoundingRect()
+        self.scene.content_bounds = bounds  # graph_canvas.content_bounds: once per build
+        self.scene.setSceneRect(bounds.adjusted(-400, -300, 400, 300))
         self._on_document_selection_changed()
         self._update_legend()
         if fit:
@@ -350,13 +353,13 @@ class GraphView(QWidget):
                 item.setToolTip(f"<b>{html.escape(node.id)}</b><br>{html.escape(names)}"
                                 "<br><i>click to expand</i>")  # fmt: skip
             else:
-                item.setToolTip(item.describe(graph))
+                item.tip_source = functools.partial(item.describe, graph)
                 item.on_hover = self._document.set_hovered
             self.scene.addItem(item)
             self.nodes[node.id] = item
         for edge in graph.edges:
             item = EdgeItem(self.nodes[edge.source], self.nodes[edge.target], colors)
-            item.setToolTip(item.describe(graph))
+            item.tip_source = functools.partial(item.describe, graph)
             self.scene.addItem(item)
             self.edges[item.key] = item
 
@@ -383,10 +386,9 @@ class GraphView(QWidget):
         devices = tuple(d.name for d in graph.devices) if graph else ()
         for node_id, item in self.nodes.items():
             item.set_residency(devices, residency.get(node_id, {}) if residency else None)
-            item.setToolTip(item.describe(graph))
-        for item in self.edges.values():
-            item.update_path()
-        if toggled:
+        if toggled:  # the chips row came or went: boxes changed height, arrows move
+            for item in self.edges.values():
+                item.update_path()
             self._update_legend()
             if self.canvas.auto_fit:
                 self.canvas.fit()
