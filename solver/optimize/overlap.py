@@ -364,7 +364,7 @@ def _moves(graph: Graph, schedule: Schedule) -> list:
     linked = {(lk.source, lk.target) for lk in graph.links}
     for j, inst in enumerate(instances):
         k = graph.index[inst.tensor]
-        if inst.kept:  # offload it at the first stage that keeps it
+        if inst.kept and not inst.copied_from:  # offload it at the first stage that keeps it
             for device in graph.devices:
                 if device.name != inst.device and (inst.device, device.name) in linked:
                     moves.append(_bind(_offload, graph, schedule, instances, j, device.name))
