@@ -80,3 +80,38 @@ def test_a_forced_cycle_is_condensed_and_the_import_still_executes(monkeypatch):
     assert result.schedule is not None
     report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
     assert report.gradients_match, report.max_abs_error
+
+
+def test_a_read_before_an_in_place_write_runs_in_the_writers_node():
+    """``c = y.clone(); y.sigmoid_()``: at op level the clone would be a node of its own,
+    run after y's node, in-place write included, and copy the sigmoid; it joins y's node,
+    so a schedule computes what the capture did (gradients equal torch's)."""
+    pytest.importorskip("torch")
+    from torch import nn
+
+    from solver.importers.aten import capture_model, graph_from_plan
+    from solver.importers.aten_groups import plan_groups
+    from solver.importers.executor import execute_schedule
+    from solver.importers.hardware import make_platform
+    from solver.optimize.methods import solve
+
+    class ReadThenWrite(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(6, 6), nn.Linear(6, 2)
+
+        def forward(self, x):
+            y = self.a(x)
+            c = y.clone()
+            y.sigmoid_()
+            return self.b(c * y)
+
+    plan = plan_groups(capture_model(ReadThenWrite, (3, 6)), "op")
+    nodes = {n.name: n for n in plan.capture.gm.graph.nodes}
+    clone = next(n for n in nodes if str(nodes[n].target) == "aten.clone.default")
+    sigmoid = next(n for n in nodes if str(nodes[n].target) == "aten.sigmoid_.default")
+    assert plan.owner[clone] == plan.owner[sigmoid] == "a.addmm"  # else the gradients differ
+    graph = graph_from_plan(plan, make_platform())
+    result = solve(graph, "greedy")
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match, report.max_abs_error
