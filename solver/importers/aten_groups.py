@@ -497,11 +497,11 @@ def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
         names = [n.name for n in ops]
         working = working_bytes(names, nodes_by_name, owner, base, gid, set(outputs), grads)
         of = gid.removesuffix(".grad") if kind == "backward" else None
-        if working > kept and kind != "loss":
+        if working > kept:  # the loss too: mean(out ** 2)'s squares are freed inside it
             groups.append(
                 OpGroup(
                     id=f"{gid}{WORKSPACE}",
-                    kind=kind,
+                    kind="forward" if kind == "loss" else kind,
                     ops=(),
                     memory=working - kept,
                     of=of,
@@ -515,7 +515,7 @@ def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
                 ops=tuple(names),
                 outputs=tuple(outputs),
                 reads=tuple(reads[gid]),
-                memory=kept if kind != "loss" else max(kept, working),
+                memory=kept,
                 kept=kept,
                 flops=sum(op_flops(n) for n in ops if _phase(n) != "loss" or kind == "loss"),
                 bytes_accessed=float(sum(op_bytes(n) for n in ops)),

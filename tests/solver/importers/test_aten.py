@@ -127,7 +127,9 @@ def test_aten_saved_tensors_equal_what_autograd_saves(name):
     feeding = {
         graph.nodes[i].id
         for i, k in graph.edge_pairs
-        if graph.nodes[i].kind == "forward" and graph.nodes[k].kind in ("backward", "loss")
+        if graph.nodes[i].kind == "forward"
+        and graph.nodes[k].kind in ("backward", "loss")
+        and "workspace_of" not in graph.nodes[i].extra  # the loss's squares: no tensor
     }
     assert feeding == {group_plan.owner[v] for v in saved}
 
@@ -149,8 +151,11 @@ def test_aten_layer_level_names_nodes_by_module():
     ids = [n.id for n in graph.nodes]
     # 14 forward layers, the loss, 14 backward layers, and a workspace before each backward
     # layer whose intermediates outgrow what it keeps (13; the head's backward keeps its peak)
-    assert graph.n == 42 <= 80
-    assert sum(n.id.endswith(".workspace") for n in graph.nodes) == 13
+    # and before the loss (the squares of mean(out ** 2), freed inside it)
+    assert graph.n == 43 <= 80
+    assert sum(n.id.endswith(".workspace") for n in graph.nodes) == 14
+    loss, squares = graph.node("loss"), graph.node("loss.workspace")
+    assert (loss.memory, squares.memory) == (8 * 128 * 10 * 4, 2 * 8 * 128 * 10 * 4)
     layer0 = ["enc.layers.0.self_attn", "enc.layers.0.linear1", "enc.layers.0.linear2"]
     assert ids[:4] == ["embed", *layer0]
     assert "enc.layers.2.self_attn" in ids and "enc.layers.2.self_attn.grad" in ids
@@ -176,7 +181,7 @@ def test_aten_backward_node_reads_saved_tensors_and_incoming_gradient():
     assert inputs("enc.layers.1.linear1.grad") == expected
     # the head's backward reads its input (the last layer's output) and the loss's gradient
     assert inputs("head.grad") == {"enc.layers.3.linear2", "loss"}
-    assert inputs("loss") == {"head"}
+    assert inputs("loss") == {"head", "loss.workspace"}
 
 
 def test_aten_op_level_keeps_one_node_per_op():
