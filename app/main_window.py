@@ -61,7 +61,7 @@ CENTRAL_VIEWS: tuple[tuple[type[QWidget], str], ...] = (
 )
 """(view class, tab title) of the schedule views, in tab order; each is built over the document."""
 STATUS_TIMEOUT_MS = 8000
-CENTRAL_MIN_HEIGHT = 340
+CENTRAL_MIN_HEIGHT = 400
 """The schedule tabs never get less height than this (1280x720: the graph dock shrinks)."""
 
 

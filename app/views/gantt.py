@@ -64,8 +64,10 @@ __all__ = ["Bar", "GanttView"]
 logger = logging.getLogger(__name__)
 
 _HIT_PIXELS = 3.0
-_LANE_PIXELS = 22
-"""Minimum height of one lane on screen."""
+_LANE_PIXELS = 16
+"""Minimum height of one lane on screen (a line of tick text)."""
+_AXIS_PIXELS = 42
+"""The time axis with its title, and the plot's margins."""
 _FLOWS_UP_TO = 2000
 """Flow arrows for every transfer up to this many; beyond, only the selected node's."""
 
@@ -237,6 +239,12 @@ class GanttView(QWidget):
         bar = self.bar_at(time, lane, tolerance)
         return self._tooltip(bar) if bar is not None else ""
 
+    def add_tools(self, *widgets: QWidget) -> None:
+        """Put ``widgets`` in the tool row, after the search and flows (the Schedule tab's
+        concurrent toggle: one row fewer above the chart)."""
+        for i, widget in enumerate(widgets):
+            self._tools.insertWidget(2 + i, widget)
+
     def reset_view(self) -> None:
         """Show the whole schedule."""
         self.flush()
@@ -287,9 +295,15 @@ class GanttView(QWidget):
         tools.addWidget(self._search)
         tools.addWidget(self._show_flows)
         tools.addWidget(self._range_label, 1)
-        hint = QLabel("W/S zoom \u00b7 A/D pan \u00b7 Ctrl+wheel zoom \u00b7 Shift+drag measure")
+        # the keys in a tooltip: spelt out, the hint took a row's width at 1280x720
+        hint = QLabel("\u2328 keys")
         hint.setStyleSheet("color: palette(mid);")
+        hint.setToolTip(
+            "W/S or \u2191/\u2193: zoom \u00b7 A/D or \u2190/\u2192: pan \u00b7 Ctrl+wheel: zoom "
+            "\u00b7 Shift+drag: measure a range (Esc clears) \u00b7 click a bar: select its node"
+        )
         tools.addWidget(hint)
+        self._tools = tools
         self._viewbox = TimelineViewBox()
         self._widget = pg.PlotWidget(viewBox=self._viewbox)
         self._widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -481,7 +495,7 @@ class GanttView(QWidget):
         ticks = [(j, name) for j, name in enumerate(lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
         # every lane at least a line of text tall, plus the time axis
-        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(lanes), 2) + 74)
+        self._widget.setMinimumHeight(_LANE_PIXELS * max(len(lanes), 2) + _AXIS_PIXELS)
         end = self._x_end(timeline)
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(lanes), 1) - 0.3)

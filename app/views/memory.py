@@ -32,8 +32,13 @@ __all__ = ["MemoryView"]
 logger = logging.getLogger(__name__)
 
 _MAX_LISTED = 14
-_PLOT_PIXELS = 112
-"""Minimum height of one device's plot: title, a readable curve and the time axis."""
+_PLOT_PIXELS = 76
+"""Minimum height of one device's plot: its title and a readable curve (1280x720: the
+Schedule tab shows the Gantt chart and every curve without scrolling)."""
+_AXIS_PIXELS = 40
+"""The time axis, under the last plot only (the plots share it)."""
+_TITLE_PIXELS = 18
+"""The title row of each plot (pyqtgraph reserves 30 px: a fifth of a short plot)."""
 
 
 class _DevicePlot:
@@ -176,8 +181,9 @@ class MemoryView(QWidget):
         if off_scale:
             text += " (off scale)"
         if fixed:
-            text += f" \u00b7 device memory {format_size(budget + fixed)} incl. "
-            text += f"{format_size(fixed)} fixed"
+            # short: a plot title cannot wrap, and at 1280x720 the longer one was cut
+            text += f" \u00b7 device memory {format_size(budget + fixed)} "
+            text += f"({format_size(fixed)} fixed)"
         return text
 
     def resident_at(self, device: str, time: float) -> tuple[int, tuple[str, ...]]:
@@ -225,12 +231,24 @@ class MemoryView(QWidget):
             return
         self._layout.clear()
         self._plots = {}
-        self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1) + 36)  # + time axis
+        self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1) + _AXIS_PIXELS)
         colors = colors_for(self)
         for row, device in enumerate(devices):
             item = _DevicePlot(self._layout, device, row)
-            configure_plot(item.plot, colors, "time (ms)" if row == len(devices) - 1 else None)
+            last = row == len(devices) - 1
+            configure_plot(item.plot, colors, "time (ms)" if last else None)
+            if not last:  # x-linked: the last plot's axis reads for all; grid lines stay
+                item.plot.getAxis("bottom").setStyle(showValues=False)
+                item.plot.getAxis("bottom").setHeight(2)
+            # every curve the same height: the last row also holds the time axis
+            self._layout.ci.layout.setRowMinimumHeight(
+                row, _PLOT_PIXELS + (_AXIS_PIXELS if last else 0)
+            )
             item.plot.setMouseEnabled(x=True, y=False)
+            # the time range is set (standalone) or linked (the Gantt's), never auto: an auto
+            # x range woke with the first setYRange and, through the link, moved the Gantt
+            # (VGG16 opened on 26-441 ms of a 0-440 ms schedule)
+            item.plot.enableAutoRange(x=False)
             item.plot.hideButtons()
             if row > 0:
                 item.plot.setXLink(self._plots[devices[0]].plot)
@@ -347,7 +365,13 @@ class MemoryView(QWidget):
         top = max(peak, shown_budget or 0, measured or 0) / item.scale * 1.5 or 1.0  # labels
         item.plot.setYRange(0.0, top, padding=0.0)
         extent = end if end > 0 else 1.0  # as the Gantt: an empty plot spans 0..1 ms
-        item.plot.setLimits(xMin=-0.02 * extent, xMax=1.02 * extent)
+        if self._link is None:
+            item.plot.setLimits(xMin=-0.02 * extent, xMax=1.02 * extent)
+        else:
+            # the linked plot (the Gantt) bounds the range; our own limits, on a view box of
+            # another width while the tab lays out, clamped the range and pushed it back
+            # through the link (the same 26-441 ms)
+            item.plot.setLimits(xMin=None, xMax=None)
         item.budget.setVisible(shown_budget is not None)
         item.budget.setPos(budget / item.scale)
         item.budget_label.setVisible(shown_budget is not None)
@@ -367,6 +391,7 @@ class MemoryView(QWidget):
             size="9pt",
             color=colors_for(self).foreground,
         )
+        item.plot.layout.setRowFixedHeight(0, _TITLE_PIXELS)
 
     def _draw_selected(self, item: _DevicePlot) -> None:
         """The selected tensor's bytes while it is resident on this device."""

@@ -107,7 +107,7 @@ class OverviewStrip(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setFixedHeight(34)
+        self.setFixedHeight(24)
         item = self.getPlotItem()
         item.hideAxis("left")
         item.hideAxis("bottom")

@@ -94,16 +94,33 @@ def test_memory_title_names_activations_and_the_device_memory(qtbot, show):
     budget = graph.device("gpu").activation_budget
     assert title.startswith(f"gpu activations: peak {format_size(peak)} = ")
     assert f"of the {format_size(budget)} activation budget" in title
-    assert f"device memory {format_size(budget + gpu.fixed_memory)} incl." in title
-    assert f"{format_size(gpu.fixed_memory)} fixed" in title
+    assert f"device memory {format_size(budget + gpu.fixed_memory)} (" in title
+    assert f"({format_size(gpu.fixed_memory)} fixed)" in title
     assert view.plot("gpu").getAxis("left").labelText == view.unit("gpu")[0]
 
 
 def test_schedule_view_keeps_lanes_and_memory_plots_readable_when_short(document, show):
     """A short window scrolls the schedule instead of squashing plots to a few pixels."""
-    view = show(ScheduleView(document), 900, 300)
+    view = show(ScheduleView(document), 900, 240)
     lanes = len(view.gantt.lanes)
-    assert view.gantt.plot.getViewBox().height() >= 20 * lanes
+    assert view.gantt.plot.getViewBox().height() >= 16 * lanes  # a line of tick text each
     for device in ("cpu", "gpu"):
-        assert view.memory.plot(device).getViewBox().height() >= 50
+        assert view.memory.plot(device).getViewBox().height() >= 40
     assert view.scroll.verticalScrollBar().maximum() > 0  # the rest is a scroll away
+
+
+def test_schedule_tab_needs_no_scrolling_at_1280x720(make_window, qtbot):
+    """Issue 10: at 1280x720 the Gantt chart and every memory curve are on screen at once,
+    the time axis title is not cut, and the Gantt opens on the whole schedule."""
+    window = make_window("vgg16")
+    window.resize(1280, 720)
+    view = window.schedule_tabs.widget(0)
+    qtbot.waitUntil(lambda: view.scroll.viewport().height() > 0)
+    qtbot.waitUntil(lambda: view.scroll.verticalScrollBar().maximum() == 0, timeout=3000)
+    lanes = len(view.gantt.lanes)
+    assert view.gantt.plot.getViewBox().height() >= 16 * lanes
+    for device in ("cpu", "gpu"):
+        assert view.memory.plot(device).getViewBox().height() >= 40
+    # one time-axis title, under the last plot (the Gantt's was cut by its overview strip)
+    assert not view.gantt.plot.getAxis("bottom").label.isVisible()
+    assert view.memory.plot("gpu").getAxis("bottom").labelText == "time (ms)"
