@@ -15,7 +15,14 @@ from dataclasses import dataclass
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QPalette, QPen
-from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QProxyStyle,
+    QStyle,
+    QStyleFactory,
+    QStyleOption,
+    QWidget,
+)
 
 __all__ = ["THEMES", "Colors", "colors_for", "apply_theme", "style_plot"]
 
@@ -117,6 +124,27 @@ def colors_for(widget: QWidget | None = None) -> Colors:
     return DARK if palette.color(QPalette.ColorRole.Window).lightness() < 128 else LIGHT
 
 
+class _FramedIndicators(QProxyStyle):
+    """Fusion, with check boxes framed in the muted text colour on a dark window.
+
+    Fusion outlines an indicator in the window colour made darker: on the dark theme's
+    dark grey the unchecked boxes (Allow offloading, Flows, Auto-solve) all but vanished.
+    """
+
+    def drawPrimitive(self, element, option: QStyleOption, painter, widget=None) -> None:  # noqa: N802
+        super().drawPrimitive(element, option, painter, widget)
+        indicator = QStyle.PrimitiveElement.PE_IndicatorCheckBox
+        if (
+            element == indicator
+            and option.palette.color(QPalette.ColorRole.Window).lightness() < 128
+        ):
+            painter.save()
+            painter.setPen(QPen(option.palette.color(QPalette.ColorRole.PlaceholderText), 1))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRect(option.rect.adjusted(0, 0, -1, -1))
+            painter.restore()
+
+
 def apply_theme(app: QApplication, name: str) -> None:
     """Switch the whole application to theme ``name`` ("light" or "dark").
 
@@ -126,9 +154,10 @@ def apply_theme(app: QApplication, name: str) -> None:
     if name not in THEMES:
         raise ValueError(f"unknown theme {name!r}; choose one of {', '.join(THEMES)}")
     colors = THEMES[name]
-    fusion = QStyleFactory.create("Fusion")
-    if fusion is not None:
-        app.setStyle(fusion)
+    if not isinstance(app.style(), _FramedIndicators):
+        fusion = QStyleFactory.create("Fusion")
+        if fusion is not None:
+            app.setStyle(_FramedIndicators(fusion))
     pg.setConfigOptions(background=colors.background, foreground=colors.foreground, antialias=True)
     app.setPalette(_palette(colors))
     for widget in app.allWidgets():

@@ -51,3 +51,25 @@ def test_theme_kinds_are_distinct_in_both_themes():
         fills = [colors.kind(k).name() for k in ("forward", "loss", "backward", "other")]
         fills += [colors.recompute("forward").name(), colors.transfer]
         assert len(set(fills)) == len(fills)
+
+
+def test_dark_check_boxes_are_framed_visibly(qtbot, dark):
+    """Fusion outlines a check box in the window colour made darker: on the dark theme the
+    unchecked boxes (Allow offloading, Flows, Auto-solve) all but vanished."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QCheckBox, QStyle, QStyleOptionButton
+
+    box = QCheckBox("Allow offloading")
+    qtbot.addWidget(box)
+    box.resize(200, 30)
+    box.show()
+    qtbot.waitExposed(box)
+    image = box.grab().toImage()
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    rect = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+    window = box.palette().color(box.backgroundRole()).lightness()
+    edge = [
+        QColor(image.pixel(rect.left(), y)).lightness() for y in range(rect.top(), rect.bottom())
+    ]
+    assert max(edge) - window > 60  # the frame stands out from the window
