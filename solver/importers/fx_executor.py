@@ -270,6 +270,15 @@ class _FxRuntime:
         self.part = ""
         self.context: dict[str, Any] = {}
         self.freed_after: frozenset[tuple[str, str]] = frozenset()
+        self.held: dict[str, tuple[str, list[Any]]] = {}
+        graph = self.graph
+        self.reads_self = {
+            graph.nodes[i].id
+            for k, node in enumerate(graph.nodes)
+            if node.kind == "backward"
+            for i in graph.inputs[k]
+            if graph.nodes[i].id == node.of
+        }
         self._needed: dict[str, list[set[str]]] = {}
 
     # ----- running a node --------------------------------------------------------------------
@@ -346,7 +355,7 @@ class _FxRuntime:
                 self._measure(device, held)
         out = env.pop(parts[-1])
         result = {"out": out.detach()}
-        self._classify(result, out, leaves, derived, values)
+        self._classify(gid, device, result, out, values)
         self.records[gid] = self._record(target, out, leaves)
         for leaf in leaves.values():  # autograd's AccumulateGrad holds the leaf: empty it
             leaf.data = torch.empty(0, dtype=leaf.dtype, device=leaf.device)
@@ -464,7 +473,7 @@ class _FxRuntime:
         return next(iter(self.modules.values()))
 
     def _unpack(self, saved: _Saved):
-        if saved.kind in ("fixed", "pending"):
+        if saved.kind in ("fixed", "pending", "held"):
             return saved.tensor
         ctx = self.context
         if saved.kind == "out":
@@ -479,9 +488,12 @@ class _FxRuntime:
             return ctx["self"][key].to(saved.dtype) * scale
         return ctx["self"][saved.ref]
 
-    def _classify(self, result: dict, out, leaves: Mapping, derived: Mapping, values) -> None:
+    def _classify(self, gid: str, device: str, result: dict, out, values) -> None:
         """Turn every tensor autograd saved during the forward into a reference, a fixed
-        tensor, or a member of the node's bundle (``result["s0"]``, ...)."""
+        tensor, or a member of the node's bundle (``result["s0"]``, ...). Where the graph's
+        backward node does not read this node (BN's per-channel statistics at op level), the
+        tensor stays with autograd's graph, counted on ``device`` until the node runs again."""
+        held: list[Any] = []
         out_id = _storage_id(out)
         inputs = {_storage_id(v["out"]): g for g, v in values.items()}
         for saved in self.pending:
@@ -499,10 +511,14 @@ class _FxRuntime:
                 saved.point_at("out", None, _geometry(t))
             elif sid in inputs:
                 saved.point_at("in", inputs[sid], _geometry(t))
-            else:
+            elif gid in self.reads_self:
                 key = f"s{len(result) - 1}"
                 result[key] = t
                 saved.point_at("bundle", key)
+            else:  # the graph's backward does not read this node: autograd's graph keeps it
+                saved.kind = "held"
+                held.append(t)
+        self.held[gid] = (device, held)
 
     def _rederive(self, name: str, ctx: Mapping[str, Any]):
         """Evaluate fx node ``name`` (views of inputs) again from the resident inputs."""
@@ -652,6 +668,7 @@ class _FxRuntime:
         tensors = [t for held in self.store[device].values() for t in held.values()]
         tensors += [t for held in self.copies.values() for t in held.values()]
         tensors += [t for t in extra if t is not None]
+        tensors += [t for where, kept in self.held.values() if where == device for t in kept]
         used = _storage_bytes(self.torch, tensors, self.fixed)
         self.peak[device] = max(self.peak[device], used)
 

@@ -76,6 +76,22 @@ def test_copies_across_both_devices_match_gradients_and_peak():
     assert report.copy_ms > 0 and report.measured_peak["cpu"] > 0
 
 
+def test_op_level_batch_norm_statistics_stay_with_autograd():
+    """At op level a BN node's backward reads only BN's input (the graph's rule), but autograd
+    also saves BN's per-channel mean and 1/std: they stay with autograd's graph and are
+    counted where BN ran (the bench stopped at resnet18-op before)."""
+    fx = plan(RESNET, (2, 3, 32, 32))
+    assert fx.level == "layer"
+    op = plan_fx(RESNET, (2, 3, 32, 32), "op")
+    graph = op.graph
+    result = solve(graph, "checkpoint-all:gpu")
+    report = execute_fx_schedule(op, graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match
+    channels = sum(n.extra["shape"][1] for n in graph.nodes if n.op == "batch_norm")
+    extra = report.measured_peak["gpu"] - report.predicted_peak["gpu"]
+    assert 0 < extra <= 2 * 4 * channels
+
+
 def test_transformer_with_dropout_matches_within_a_kilobyte():
     """Attention written out in ops (matmuls of transposed views, softmax, dropout): autograd's
     reshaped copies of the matmul operands are rebuilt, dropout masks are kept as bool, so
