@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 _HIT_PIXELS = 3.0
 _LANE_PIXELS = 16
 """Minimum height of one lane on screen (a line of tick text)."""
-_AXIS_PIXELS = 42
+_AXIS_PIXELS = 38
 """The time axis with its title, and the plot's margins."""
 _FLOWS_UP_TO = 2000
 """Flow arrows for every transfer up to this many; beyond, only the selected node's."""

@@ -32,7 +32,7 @@ __all__ = ["MemoryView"]
 logger = logging.getLogger(__name__)
 
 _MAX_LISTED = 14
-_PLOT_PIXELS = 76
+_PLOT_PIXELS = 70
 """Minimum height of one device's plot: its title and a readable curve (1280x720: the
 Schedule tab shows the Gantt chart and every curve without scrolling)."""
 _AXIS_PIXELS = 40
@@ -231,7 +231,8 @@ class MemoryView(QWidget):
             return
         self._layout.clear()
         self._plots = {}
-        self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1) + _AXIS_PIXELS)
+        # + the layout's margins and row spacing: without them the axis title was cut
+        self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1) + _AXIS_PIXELS + 16)
         colors = colors_for(self)
         for row, device in enumerate(devices):
             item = _DevicePlot(self._layout, device, row)
