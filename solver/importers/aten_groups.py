@@ -384,9 +384,14 @@ def _assign(
     parameter gradient that only the output reads, the group of its latest addend.
     """
     creator: dict[int, Any] = {}
+    inplace: dict[int, Any] = {}  # an in-place op is recorded one number after its node's
     for n in nodes:
         if n.op == "call_function" and _phase(n) != "backward":
             creator.setdefault(n.meta.get("seq_nr", -1), n)
+            if is_inplace(n):
+                inplace.setdefault(n.meta.get("seq_nr", -1) - 1, n)
+    for seq, n in inplace.items():
+        creator.setdefault(seq, n)
     owner: dict[str, str] = dict(forward_group)
     pending = []
     for n in owned:
