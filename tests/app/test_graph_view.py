@@ -262,3 +262,34 @@ def test_graph_canvas_emits_requests_and_needs_no_owner(qtbot, qapp):
     QTest.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=background)
     QTest.mouseDClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=background)
     assert seen[:4] == [("node", "a"), ("connect", "a", "b"), ("edge", None), ("add", 100)]
+
+
+def test_graph_tooltips_are_written_on_hover_with_the_step_state(
+    qtbot, chain_document, monkeypatch
+):
+    """Describing every node and edge up front took a second on 5,000 operations (and every
+    node again at each step of the cursor): a tooltip is written when the mouse arrives, and
+    then says where the tensor is at the current step."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtWidgets import QGraphicsItem, QGraphicsSceneHoverEvent
+
+    from app.views.graph_items import EdgeItem, NodeItem
+
+    calls = []
+    for cls in (NodeItem, EdgeItem):
+        original = cls.describe
+        monkeypatch.setattr(
+            cls, "describe", lambda self, g, o=original: calls.append(self) or o(self, g)
+        )
+    view = GraphView(chain_document)
+    qtbot.addWidget(view)
+    chain_document.set_cursor(3)
+    chain_document.set_cursor(4)
+    assert calls == []  # nothing described while building or stepping
+    item = view.nodes["fc1"]
+    event = QGraphicsSceneHoverEvent(QGraphicsSceneHoverEvent.Type.GraphicsSceneHoverEnter)
+    event.setPos(QPointF(0, 0))
+    item.hoverEnterEvent(event)
+    assert calls == [item]
+    raw = QGraphicsItem.toolTip(item)  # what Qt's help event shows, no refresh
+    assert raw.startswith("<b>fc1</b>") and "now: " in raw
