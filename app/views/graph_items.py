@@ -467,6 +467,13 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         if self._emphasis == 0:
             colour.setAlpha(170)
         width = (1.1, 1.6, 2.6)[self._emphasis]
+        scale = option.levelOfDetailFromTransform(painter.worldTransform())
+        if NODE_WIDTH * scale < TINY_PIXELS:  # boxes are plain rectangles: a plain line
+            pen = QPen(colour, 0 if self._emphasis == 0 else 2)  # cosmetic
+            painter.setPen(pen)
+            path = self.path()
+            painter.drawLine(path.pointAtPercent(0.0), path.pointAtPercent(1.0))
+            return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(QPen(colour, width))
         painter.setBrush(Qt.BrushStyle.NoBrush)

@@ -392,7 +392,7 @@ class GraphView(QWidget):
             self._update_legend()
             if self.canvas.auto_fit:
                 self.canvas.fit()
-        self.canvas.viewport().update()
+            self.canvas.viewport().update()  # otherwise each changed node repaints itself
 
     # ----- overlay and legend -------------------------------------------------------------------
     def paint_overlay(self, painter: QPainter, rect) -> None:
