@@ -18,7 +18,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QCursor, QFontMetrics
 from PySide6.QtWidgets import (
     QGraphicsRectItem,
@@ -139,6 +139,8 @@ class _MatrixPlot:
         self.plot.addItem(self.image)
         for item in (self.grid, self.column, self.row, self.cell):
             self.plot.addItem(item, ignoreBounds=True)
+        self.names_stages = True
+        """Whether its left axis names the stages (in one row, only the first matrix's does)."""
         self.codes = np.zeros((0, 0), dtype=np.uint8)
         self.table = np.zeros((1, 4), dtype=np.uint8)
 
@@ -288,6 +290,20 @@ class MatricesView(QWidget):
             layout.removeItem(plot.plot)
         for j, plot in enumerate(self._plots.values()):
             layout.addItem(plot.plot, *((0, j) if wide else divmod(j, 2)))
+            # every matrix has the same stages: in one row, the first names them for all
+            # (four axes of names took the row's width and cut the third and fourth matrix)
+            plot.names_stages = not (wide and j > 0)
+            plot.plot.showAxis("left", plot.names_stages)
+            plot.left.setWidth(plot.left.widest() + 28 if plot.names_stages else 0)
+        self._title_plots()
+        # re-added items grew the layout to their preferred widths, past the view (the third
+        # and fourth matrix were cut off at 1280x720): once the layout has settled, give it
+        # the view's size again
+        QTimer.singleShot(0, self, self._fit_layout)
+
+    def _fit_layout(self) -> None:
+        size = self._layout.viewport().size()
+        self._layout.ci.setGeometry(QRectF(0, 0, size.width(), size.height()))
 
     def _restyle(self) -> None:
         colors = colors_for(self)
@@ -311,7 +327,17 @@ class MatricesView(QWidget):
             plot.column.setPen(colors.pen(colors.selection, 2))
             plot.row.setPen(colors.pen(colors.cursor, 1.5, dashed=True))
             plot.cell.setPen(colors.pen(colors.cursor, 2.5))
-            meaning = "computed in stage" if plot.which == "R" else "resident at stage start"
+        self._title_plots()
+
+    def _title_plots(self) -> None:
+        """Name each matrix; in one row, briefly (a title sets its plot's minimum width, and
+        four long ones cut the fourth matrix off at 1280x720)."""
+        colors = colors_for(self)
+        for plot in self._plots.values():
+            if self._wide:
+                meaning = "computed" if plot.which == "R" else "resident"
+            else:
+                meaning = "computed in stage" if plot.which == "R" else "resident at stage start"
             plot.plot.setTitle(
                 f"<b>{plot.which}</b> · {plot.device}: {meaning}",
                 size="9pt",
@@ -406,9 +432,10 @@ class MatricesView(QWidget):
             plot.bottom.set_names(names)
             plot.left.set_names(names)
             # pyqtgraph skips a tick label that does not fit inside its axis: make room
-            plot.left.setWidth(plot.left.widest() + 28)
+            plot.left.setWidth(plot.left.widest() + 28 if plot.names_stages else 0)
             plot.fit()
         self._draw_highlights()
+        QTimer.singleShot(0, self, self._fit_layout)  # new names resized the axes
 
     def _draw_highlights(self) -> None:
         graph = self._document.graph

@@ -174,3 +174,23 @@ def test_matrices_stand_in_one_row_in_a_short_wide_view(document, show):
     view.resize(900, 700)  # tall again: the grid, a device per row
     assert not view.in_one_row
     assert plots[0].sceneBoundingRect().top() < plots[2].sceneBoundingRect().top()
+
+
+def test_matrices_in_one_row_all_fit_the_view(qtbot, show):
+    """VGG16 at 1280x720: four axes of long stage names cut the third and fourth matrix off;
+    in one row only the first names the stages, and every matrix lies inside the view."""
+    from app.document import Document
+    from solver.document.examples import example_path
+    from solver.document.graph_io import load_graph
+    from solver.optimize.methods import solve
+
+    graph = load_graph(example_path("vgg16"))
+    document = Document()
+    document.set_graph(graph)
+    document.set_result(solve(graph, "checkpoint-all:gpu"))
+    view = show(MatricesView(document), 817, 340)
+    assert view.in_one_row
+    plots = [view.plot(d, w) for d in ("cpu", "gpu") for w in ("R", "S")]
+    qtbot.waitUntil(lambda: max(p.sceneBoundingRect().right() for p in plots) <= 817)
+    assert [p.getAxis("left").isVisible() for p in plots] == [True, False, False, False]
+    assert "classifier" in " ".join(plots[0].getAxis("left").names)
