@@ -99,3 +99,14 @@ def test_solve_with_offloading_draws_offload_copies(qtbot, make_window, dialogs)
     # ticked again: the offloading answer comes back from the cache (its own key)
     panel.offload_box.setChecked(True)
     assert window.document.result is result
+
+
+def test_offloading_is_saved_with_the_project(tmp_path):
+    from app.project import Project, load_project, save_project
+
+    graph = unit_chain(3, budget=4)
+    path = tmp_path / "p.xengine.json"
+    save_project(Project(graph, SolverSettings(offload=True)), path)
+    assert load_project(path).settings.offload is True
+    save_project(Project(graph, SolverSettings()), path)
+    assert load_project(path).settings.offload is False
