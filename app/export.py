@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSpinBox,
     QComboBox,
+    QLineEdit,
     QProgressBar,
     QWidget,
 )
@@ -73,8 +74,9 @@ CSV_COLUMNS = (
 memory in use on the device during an operation, or the bytes moved by a transfer."""
 CSV_DECIMALS = 6
 """CSV times are rounded to 1e-6 ms (a nanosecond): ``0.062``, not ``0.062000000000000055``."""
-_CONTROLS = (QAbstractButton, QComboBox, QAbstractSpinBox, QProgressBar)
-"""Widgets left out of exported figures."""
+_CONTROLS = (QAbstractButton, QComboBox, QAbstractSpinBox, QProgressBar, QLineEdit)
+"""Widgets left out of exported figures (and any widget whose ``export_hidden`` property is
+true, such as the Gantt chart's keys hint)."""
 
 
 @contextlib.contextmanager
@@ -84,7 +86,11 @@ def figure_only(widget: QWidget, kind: str = "png") -> Iterator[None]:
     Hidden children are skipped by ``QWidget.render``; their space stays blank because the
     layout is not re-run, so the figure is the on-screen picture without the buttons.
     """
-    hidden = [c for c in widget.findChildren(QWidget) if isinstance(c, _CONTROLS) and c.isVisible()]
+    hidden = [
+        c
+        for c in widget.findChildren(QWidget)
+        if (isinstance(c, _CONTROLS) or c.property("export_hidden")) and c.isVisible()
+    ]
     views = [w for w in (widget, *widget.findChildren(QWidget)) if hasattr(w, "export_context")]
     with contextlib.ExitStack() as stack:
         for view in views:

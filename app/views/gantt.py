@@ -298,6 +298,7 @@ class GanttView(QWidget):
         # the keys in a tooltip: spelt out, the hint took a row's width at 1280x720
         hint = QLabel("\u2328 keys")
         hint.setStyleSheet("color: palette(mid);")
+        hint.setProperty("export_hidden", True)  # a hint for the screen, not for a figure
         hint.setToolTip(
             "W/S or \u2191/\u2193: zoom \u00b7 A/D or \u2190/\u2192: pan \u00b7 Ctrl+wheel: zoom "
             "\u00b7 Shift+drag: measure a range (Esc clears) \u00b7 click a bar: select its node"

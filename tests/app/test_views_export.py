@@ -100,6 +100,7 @@ def test_export_figures_leave_the_controls_out(view, tmp_path):
     export_widget(view, path)
     text = path.read_text()
     assert "Reset view" not in text and "recomputations" in text
+    assert "keys" not in text and "Find node" not in text  # screen hints, not figure text
     reset = next(b for b in view.findChildren(QToolButton) if b.text() == "Reset view")
     assert reset.isVisible()
 
