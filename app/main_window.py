@@ -140,7 +140,8 @@ class MainWindow(QMainWindow):
         devices.raise_()
         self._dock("stepper", "Step through", self.stepper, area.BottomDockWidgetArea)
         self.resize(1480, 940)
-        self.resizeDocks([graph], [310], Qt.Orientation.Vertical)
+        # the graph gives the schedule room: its memory curves were ~55 px tall at 1480x940
+        self.resizeDocks([graph], [250], Qt.Orientation.Vertical)
         self.resizeDocks([devices, solver], [360, 520], Qt.Orientation.Vertical)
         self.resizeDocks([devices], [400], Qt.Orientation.Horizontal)
 

@@ -71,8 +71,8 @@ class ScheduleView(QWidget):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.gantt)
         splitter.addWidget(self.memory)
-        splitter.setStretchFactor(0, 4)
-        splitter.setStretchFactor(1, 5)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 2)  # the curves need the height more than 4 lanes
         splitter.setChildrenCollapsible(False)
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
