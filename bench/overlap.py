@@ -13,8 +13,9 @@ Per graph and budget (the GPU limited, the host keeping its memory, as in bench/
   each), with that schedule's own serial cost and the start it came from: a heuristic, never proven;
 - ``miqp``: XEngine's MIQP alone (the paper's model), serial cost and status;
 - ``offload``: XEngine's MIQP with offloading (``SolveOptions(offload=True)``,
-  solver/optimize/offload.py; same solver and limit, started from ``miqp``'s schedule, so never
-  dearer than it), its serial cost, status and number of offloading copies;
+  solver/optimize/offload.py; same solver and limit, with its neighbourhood search as the
+  paper's model has, started from ``miqp``'s schedule instead of solving the paper's model
+  first, so never dearer than it), its serial cost, status and number of offloading copies;
 - ``single``: the best single device, serial = concurrent: the best of Checkmate's model (HiGHS,
   same limit; ``optimal`` when proven), checkpoint-all and Chen's greedy on each device.
 
