@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import logging
 import statistics
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -149,6 +150,7 @@ def execute_fx_schedule(
     with one_thread(torch, mapping):
         op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
     match, error = _compare(torch, runtime.gradients(), reference)
+    runtime.close()
     return ExecutionReport(
         measured_ms=sum(row[3] for row in op_ms) + runtime.copy_ms,
         measured_peak=dict(runtime.peak),
@@ -177,6 +179,7 @@ def measure_fx_times(plan: FxPlan, *, warmup: int = 1, repeats: int = 3) -> dict
                 ms = runtime.run_group(node.id, "cpu", {})
                 if run >= warmup:
                     samples[node.id].append(ms)
+            runtime.close()
     return {gid: statistics.median(values) for gid, values in samples.items()}
 
 
@@ -333,7 +336,13 @@ class _FxRuntime:
         self.input_storages = {_storage_id(leaf) for leaf in leaves.values()}
         self.pending = []
         elapsed = 0.0
-        hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        # weakly: autograd's nodes hold the hooks, and a runtime holding those nodes through
+        # its records would be a cycle through C++ that the collector never frees
+        me = weakref.ref(self)
+        hooks = torch.autograd.graph.saved_tensors_hooks(
+            lambda t: me()._pack(t),  # type: ignore[union-attr]
+            lambda saved: me()._unpack(saved),  # type: ignore[union-attr]
+        )
         with replay_rng(torch, self.rng, gid), torch.enable_grad(), hooks:
             for j, name in enumerate(parts):
                 self.part = name
@@ -662,6 +671,14 @@ class _FxRuntime:
         self.store[target][gid] = _copied(self.store[source][gid], self.mapping[target])
         self.copy_ms += clock(self.torch, self.mapping[target]) - start
         self._measure(target)
+
+    def close(self) -> None:
+        """Drop every tensor and autograd graph now (a step keeps the whole training state)."""
+        for held in self.store.values():
+            held.clear()
+        self.records.clear()
+        self.held.clear()
+        self.copies = {}
 
     # ----- measuring -------------------------------------------------------------------------
     def _measure(self, device: str, extra: list | tuple = ()) -> None:
