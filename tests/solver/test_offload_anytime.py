@@ -58,6 +58,27 @@ def test_rounded_memory_is_confirmed_in_bytes():
     assert sum(tr.offload for tr in check_schedule(graph, result.schedule).transfers) == 2
 
 
+@pytest.mark.parametrize(
+    ("budget", "status", "total", "bound"),
+    [
+        # a + b + c = 4G+11 bytes: a stays on the GPU, nothing is copied or recomputed
+        (4 * GB + 11, SolveStatus.OPTIMAL, 13.0, 13.0),
+        # one byte less: the relaxed rows still keep a (13 ms), which overruns by a byte in
+        # the replay; the safe model offloads it (15 ms) and the relaxed bound stays valid
+        (4 * GB + 10, SolveStatus.FEASIBLE, 15.000000002, 13.0),
+    ],
+)
+def test_rounded_memory_one_byte_short_is_repaired_with_the_relaxed_bound(
+    budget, status, total, bound
+):
+    result = solve_offload(big_chain(budget), SolveOptions(time_limit_s=20))
+    assert result.status is status
+    assert result.timeline.total_ms == pytest.approx(total, abs=1e-9)
+    assert result.bound == pytest.approx(bound, abs=1e-9)
+    if status is SolveStatus.FEASIBLE:
+        assert "memory rows rounded (gpu to 4000 B)" in result.message
+
+
 def test_progress_never_reports_the_papers_bound():
     # The paper's model runs first and proves 23 ms; offloading reaches 15 ms. A reported
     # bound above 15 would be false for the offloading problem.
