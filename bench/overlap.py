@@ -16,6 +16,9 @@ Per graph and budget (the GPU limited, the host keeping its memory, as in bench/
   solver/optimize/offload.py; same solver and limit, with its neighbourhood search as the
   paper's model has, started from ``miqp``'s schedule instead of solving the paper's model
   first, so never dearer than it), its serial cost, status and number of offloading copies;
+- ``ovl+off``: the overlap local search (``--overlap-time`` seconds) started from ``offload``'s
+  schedule, which it may change with its offloading moves (copies retargeted, dropped or
+  added), its makespan and serial cost;
 - ``single``: the best single device, serial = concurrent: the best of Checkmate's model (HiGHS,
   same limit; ``optimal`` when proven), checkpoint-all and Chen's greedy on each device.
 
@@ -70,14 +73,27 @@ def _single(graph: Graph, options: SolveOptions) -> SolveResult | None:
     return min(results, key=lambda r: r.timeline.total_ms, default=None)
 
 
-def _offload(graph: Graph, options: SolveOptions, miqp: SolveResult) -> str:
+def _offload(graph: Graph, options: SolveOptions, miqp: SolveResult) -> SolveResult:
     """The offloading model, started from the paper's model's result (never dearer than it)."""
     start = (miqp.schedule, miqp.timeline) if miqp.ok else None
-    result = solve_offload(graph, replace(options, offload=True), start=start)
+    return solve_offload(graph, replace(options, offload=True), start=start)
+
+
+def _offload_text(result: SolveResult) -> str:
     if not result.ok:
         return f"none ({result.status.value})"
     copies = sum(tr.offload for tr in result.timeline.transfers)
     return f"{result.timeline.total_ms:.2f} ({result.status.value}, {copies} copies)"
+
+
+def _overlap_offload(graph: Graph, offload: SolveResult, args) -> str:
+    """The overlap search from the offloading schedule: its makespan, serial cost, copies."""
+    if not offload.ok:
+        return "-"
+    limit, seed = args.overlap_time, args.seed
+    found = optimize_overlap(graph, offload.schedule, time_limit_s=limit, seed=seed)
+    copies = sum(tr.offload for tr in found.layout.serial.transfers)
+    return f"{found.makespan_ms:.2f} (serial {found.layout.serial_ms:.2f}, {copies} copies)"
 
 
 def _label(result: SolveResult) -> str:
@@ -121,7 +137,9 @@ def run_case(name: str, share: float, args) -> dict:
     start = valid[runs.index(best)].method
     row["overlap"] = f"{best.makespan_ms:.2f} (serial {best.layout.serial_ms:.2f}, from {start})"
     row["miqp"] = f"{miqp.timeline.total_ms:.2f} ({miqp.status.value})" if miqp.ok else "-"
-    row["offload"] = _offload(graph, options, miqp)
+    offload = _offload(graph, options, miqp)
+    row["offload"] = _offload_text(offload)
+    row["ovl+off"] = _overlap_offload(graph, offload, args)
     if single is None:
         row["single"] = "none fits"
     else:
@@ -142,6 +160,7 @@ COLUMNS = (
     "overlap",
     "miqp",
     "offload",
+    "ovl+off",
     "single",
     "speedup",
     "seconds",
@@ -159,7 +178,7 @@ def main() -> None:
     print(
         f"serial: the cheapest of MIQP ({args.solver}, {args.time_limit:.0f} s), greedy and "
         "the best single device; miqp: XEngine's MIQP alone; offload: the MIQP with offloading "
-        "(same solver and limit, started from miqp); "
+        "(same solver and limit, started from miqp); ovl+off: overlap from offload's schedule; "
         f"overlap: local search, {args.overlap_time:.0f} s per start, seed {args.seed}; "
         "times in ms; speedup = best single device / serial, and / overlap makespan"
     )
