@@ -16,14 +16,14 @@ backward group keeps the ``.grad`` suffix and the ``of`` of its first member).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 
 from solver.document.training import LOSS_ID
 
-__all__ = ["Condensed", "condense_cycles"]
+__all__ = ["Condensed", "condense_cycles", "schedule_order"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,3 +108,30 @@ def _name(members: list[str], used: set[str]) -> str:
         candidate = f"{stem}+{len(members) - 1}#{k}{suffix}"
         k += 1
     return candidate
+
+
+def schedule_order(
+    order: Sequence[str], reads: Mapping[str, Iterable[str]], glued: Mapping[str, str]
+) -> list[str]:
+    """A topological order of the groups that keeps ``order`` where it can, with each glued
+    group (a workspace) right before the group it belongs to (``glued``: workspace -> node).
+
+    A workspace reads nothing, so a plain topological sort of ``order`` may move it far ahead
+    of its node when the node has to move later; a schedule that follows the order then keeps
+    the workspace's bytes resident all that time, bytes the node allocates only while it
+    runs (a 2-layer GRU at op level: 5 KB of a 56 KB predicted peak that no run has).
+    """
+    position = {gid: j for j, gid in enumerate(g for g in order if g not in glued)}
+    graph: nx.DiGraph = nx.DiGraph()
+    graph.add_nodes_from(position)
+    for target, sources in reads.items():
+        if target in position:
+            graph.add_edges_from((s, target) for s in sources if s in position and s != target)
+    before: dict[str, list[str]] = {}
+    for workspace, node in glued.items():
+        before.setdefault(node, []).append(workspace)
+    result: list[str] = []
+    for gid in nx.lexicographical_topological_sort(graph, key=position.__getitem__):
+        result += before.get(gid, [])
+        result.append(gid)
+    return result

@@ -33,7 +33,7 @@ from typing import Any
 
 from solver.document.training import LOSS_ID, backward_id
 from solver.importers.aten_capture import JointCapture, node_tag
-from solver.importers.aten_condense import condense_cycles
+from solver.importers.aten_condense import condense_cycles, schedule_order
 
 __all__ = [
     "LEVELS",
@@ -232,6 +232,11 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
             else g
             for g in groups
         )
+    by_id = {g.id: g for g in groups}
+    reads = {g.id: {owner[v] for v in g.reads if v in owner} for g in groups}
+    glued = {g.id: g.workspace_of for g in groups if g.workspace_of}
+    order = schedule_order([g.id for g in groups], reads, glued)
+    groups = tuple(by_id[gid] for gid in order)
     return GroupPlan(capture, level, groups, owner, tuple(sorted(grads)))
 
 

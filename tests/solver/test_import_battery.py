@@ -180,6 +180,12 @@ def test_battery_imports_as_a_dag_with_flop_counter_flops(name, level):
     assert nx.is_directed_acyclic_graph(edges)
     assert [n.kind for n in graph.nodes].count("loss") == 1
     assert any(n.kind == "backward" for n in graph.nodes)
+    # the plan is already a schedule order, each workspace right before its node
+    assert not any("reordered" in note for note in graph.notes)
+    assert [g.id for g in plan.groups] == [n.id for n in graph.nodes]
+    for j, group in enumerate(plan.groups):
+        if group.workspace_of:
+            assert plan.groups[j + 1].id == group.workspace_of
     model, inputs = real(name)
     with FlopCounterMode(display=False, custom_mapping=flop_mapping()) as counter:
         model(*inputs)

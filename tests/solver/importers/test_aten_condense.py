@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.importers.aten_condense import condense_cycles
+from solver.importers.aten_condense import condense_cycles, schedule_order
 
 
 def test_condense_merges_each_cycle_into_one_named_group():
@@ -38,6 +38,14 @@ def test_condense_names_never_collide():
     reads = {"x.grad": {"y.grad"}, "y.grad": {"x.grad"}}
     condensed = condense_cycles(reads, ["x.grad", "y.grad"], taken=["x+1.grad"])
     assert condensed.rename["x.grad"] == "x+1#2.grad"
+
+
+def test_schedule_order_keeps_a_workspace_right_before_its_node():
+    # c must wait for b, listed after it; c's workspace reads nothing and would run first
+    order = ["a", "c.workspace", "c", "b", "d"]
+    reads = {"a": set(), "c.workspace": set(), "c": {"b", "c.workspace"}, "b": {"a"}, "d": {"a"}}
+    ordered = schedule_order(order, reads, {"c.workspace": "c"})
+    assert ordered == ["a", "b", "c.workspace", "c", "d"]
 
 
 def test_a_forced_cycle_is_condensed_and_the_import_still_executes(monkeypatch):
