@@ -1,4 +1,4 @@
-"""Condense the cycles of a grouping of ATen ops, so an import is always a DAG.
+"""Make a grouping of ATen ops schedulable: cycles condensed, groups in a schedule order.
 
 Grouping ops into nodes (:mod:`solver.importers.aten_groups`) is a heuristic: by module, by the
 autograd node an op differentiates, gradient sums by who reads them. The op graph is a DAG, but
@@ -11,6 +11,9 @@ merged group still runs its ops in the capture's topological order, so the execu
 The merged group keeps a readable id: ``loss`` if the loss is in it (the loss node stays one
 node), otherwise its first member's id with the number of others, ``gru.add_1+2.grad`` (a
 backward group keeps the ``.grad`` suffix and the ``of`` of its first member).
+
+:func:`schedule_order` then lists the groups in a topological order with every workspace
+right before its node, the order a schedule that follows the graph runs them in.
 """
 
 from __future__ import annotations
