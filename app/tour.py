@@ -73,7 +73,12 @@ class Tour(QFrame):
         self.setObjectName("tour")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
-        self.setStyleSheet("#tour { border: 2px solid #e69f00; border-radius: 6px; }")
+        # the background said outright: with a style sheet, autoFillBackground left the card
+        # see-through and the Gantt chart's tool row showed through its title (1280x720)
+        self.setStyleSheet(
+            "#tour { border: 2px solid #e69f00; border-radius: 6px; "
+            "background-color: palette(window); }"
+        )
         self._title = QLabel()
         self._text = QLabel(wordWrap=True)
         self._count = QLabel()

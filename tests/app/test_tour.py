@@ -42,3 +42,30 @@ def test_tour_is_in_the_help_menu(make_window):
     show.trigger()
     assert window.tour.isVisible()
     window.tour.dismiss()
+
+
+def test_tour_card_hides_what_lies_under_it(qtbot, make_window):
+    """With a style sheet the card was see-through: the Gantt chart's tool row (the concurrent
+    check box) showed through its title at 1280x720."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QWidget
+
+    window = make_window("chain")
+    window.tour.start()
+    card = window.tour
+    under = QWidget(window)
+    under.setStyleSheet("background: #ff0000;")
+    under.setGeometry(card.geometry())
+    under.show()
+    card.raise_()
+    image = window.grab().toImage()
+    ratio = image.width() / window.width()
+    inside = card.geometry().adjusted(6, 6, -6, -6)
+    red = sum(
+        QColor(image.pixel(int(x * ratio), int(y * ratio))) == QColor("#ff0000")
+        for x in range(inside.left(), inside.right(), 7)
+        for y in range(inside.top(), inside.bottom(), 7)
+    )
+    assert red == 0
+    under.deleteLater()
+    card.dismiss()
