@@ -190,15 +190,18 @@ class NodeItem(LazyTip, QGraphicsItem):
     def box(self) -> QRectF:
         return QRectF(-NODE_WIDTH / 2, -self._height / 2, NODE_WIDTH, self._height)
 
-    def anchor(self, side: str) -> QPointF:
-        """A point on the box edge (``left``, ``right``, ``top``, ``bottom``) in scene units."""
-        box = self.box.translated(self.pos())
-        return {
-            "left": QPointF(box.left(), box.center().y()),
-            "right": QPointF(box.right(), box.center().y()),
-            "top": QPointF(box.center().x(), box.top()),
-            "bottom": QPointF(box.center().x(), box.bottom() + self._chips_height()),
-        }[side]
+    def anchor(self, side: str, pos: QPointF | None = None) -> QPointF:
+        """A point on the box edge (``left``, ``right``, ``top``, ``bottom``) in scene units;
+        ``pos`` is the item's position when the caller has it (5,000 arrows asked twice)."""
+        at = self.pos() if pos is None else pos
+        x, y, half = at.x(), at.y(), self._height / 2
+        if side == "left":
+            return QPointF(x - NODE_WIDTH / 2, y)
+        if side == "right":
+            return QPointF(x + NODE_WIDTH / 2, y)
+        if side == "top":
+            return QPointF(x, y - half)
+        return QPointF(x, y + half + self._chips_height())
 
     def _chips_height(self) -> float:
         return CHIP_HEIGHT + 3 if self._residency is not None else 0.0
@@ -429,15 +432,15 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         a, b = self.source.pos(), self.target.pos()
         if abs(b.x() - a.x()) >= NODE_WIDTH:
             forward = b.x() > a.x()
-            start = self.source.anchor("right" if forward else "left")
-            end = self.target.anchor("left" if forward else "right")
+            start = self.source.anchor("right" if forward else "left", a)
+            end = self.target.anchor("left" if forward else "right", b)
             bend = max(abs(end.x() - start.x()) * 0.45, 24.0)
             sign = 1 if forward else -1
             c1, c2 = start + QPointF(sign * bend, 0), end - QPointF(sign * bend, 0)
         else:
             down = b.y() >= a.y()
-            start = self.source.anchor("bottom" if down else "top")
-            end = self.target.anchor("top" if down else "bottom")
+            start = self.source.anchor("bottom" if down else "top", a)
+            end = self.target.anchor("top" if down else "bottom", b)
             bend = max(abs(end.y() - start.y()) * 0.45, 18.0)
             sign = 1 if down else -1
             c1, c2 = start + QPointF(0, sign * bend), end - QPointF(0, sign * bend)
