@@ -60,6 +60,8 @@ class StepperPanel(QWidget):
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
         self._document = document
+        self._icons_drawn: tuple | None = None
+        """(colour, icon names) the step buttons were last painted for."""
         self._timer = QTimer(self, interval=self.PLAY_INTERVAL_MS)
         self._timer.timeout.connect(self._on_timer_timeout)
         self._build_items()
@@ -232,6 +234,10 @@ class StepperPanel(QWidget):
     def _redraw_icons(self) -> None:
         """Icons in the palette's button-text colour, so they show on both themes."""
         color = self.palette().color(QPalette.ColorRole.ButtonText)
+        key = (color.name(), tuple(action.data() for action in self._actions.values()))
+        if key == self._icons_drawn:
+            return  # every step and every result came here: 15 icons painted each time
+        self._icons_drawn = key
         for action in self._actions.values():
             action.setIcon(media_icon(action.data(), color))
 
