@@ -145,6 +145,7 @@ def execute_fx_schedule(
     with one_thread(torch, mapping):  # the same kernels as the step: same rounding
         reference = fx_reference_gradients(plan, seed, model=model, x=x)
     runtime = _FxRuntime(torch, plan, mapping, model, x)
+    runtime.last_reads = _last_reads(sized, schedule)
     torch.manual_seed(seed + 1)
     position, devices = order_of(sized)
     with one_thread(torch, mapping):
@@ -274,6 +275,8 @@ class _FxRuntime:
         self.context: dict[str, Any] = {}
         self.freed_after: frozenset[tuple[str, str]] = frozenset()
         self.held: dict[str, tuple[str, list[Any]]] = {}
+        self.position = -1  # of the running operation in the schedule
+        self.last_reads: dict[int, set[str]] = {}  # position -> ids nothing reads after it
         graph = self.graph
         self.reads_self = {
             graph.nodes[i].id
@@ -288,6 +291,7 @@ class _FxRuntime:
     def run_group(self, gid: str, device: str, sources: Mapping[str, str]) -> float:
         """Run node ``gid`` on schedule device ``device``; return its milliseconds."""
         node = self.graph.node(gid)
+        self.position += 1
         self.copies = {}
         values = {
             self.graph.nodes[i].id: self._read(self.graph.nodes[i].id, device, sources)
@@ -632,15 +636,21 @@ class _FxRuntime:
 
     def _sum(self, pieces: list, of: str, device: str, values: Mapping[str, dict], kinds) -> Any:
         """The gradient of ``of``'s output: the sum of what its consumers hand it, added in
-        place into a piece that dies with this operation (a copy, or a tensor the replay frees
-        right after it, referenced nowhere else), as autograd accumulates into its buffer."""
+        place into a piece whose value nothing needs afterwards (a copy, a tensor the replay
+        frees right after this operation, or one the schedule keeps but never reads again) and
+        that no other node's tensors share, as autograd accumulates into its buffer. Else the
+        sum is a new tensor: memory the graph does not count."""
         if len(pieces) == 1:
             return pieces[0]
         spare = None
         for g, v in values.items():
             if kinds[g] == "forward" or of not in v:
                 continue
-            dies = g in self.copies or (device, g) in self.freed_after
+            dies = (
+                g in self.copies
+                or (device, g) in self.freed_after
+                or g in self.last_reads.get(self.position, ())
+            )
             if dies and not self._shared(v[of], g):
                 spare = v[of]
                 break
@@ -696,6 +706,22 @@ class _FxRuntime:
             name: self.param_grads.get(name, self.torch.zeros_like(p, device="cpu"))
             for name, p in module.named_parameters()
         }
+
+
+def _last_reads(graph: Graph, schedule: Schedule) -> dict[int, set[str]]:
+    """Operation position -> the node ids that no later operation or offloading copy reads."""
+    last: dict[str, float] = {}
+    for p, (t, op) in enumerate(schedule.operations):
+        for i in graph.inputs[graph.index[op.node]]:
+            last[graph.nodes[i].id] = float(p)
+        if schedule.stages[t].ops[-1] is op:  # the stage's copies read their sources after it
+            for gid, _, _ in schedule.stages[t].offload_copies():
+                last[gid] = p + 0.5
+    result: dict[int, set[str]] = {}
+    for gid, at in last.items():
+        if at.is_integer():
+            result.setdefault(int(at), set()).add(gid)
+    return result
 
 
 def _copied(value: Mapping[str, Any], device) -> dict[str, Any]:

@@ -222,3 +222,28 @@ def test_a_finished_runtime_is_collected():
     del runtime
     gc.collect()
     assert ref() is None
+
+
+def test_gradient_sums_reuse_a_kept_piece_nothing_reads_again():
+    """A residual block's input gets two gradients (its conv's and the shortcut's). A schedule
+    that keeps every tensor to the end still never reads them again: the sum goes into one of
+    them, as autograd's buffer would, instead of a tensor the graph does not count (ResNet-50 at
+    GPU 60 % measured 1.012 of its prediction, above the budget, with XEngine's keeps)."""
+    from dataclasses import replace
+
+    from solver.execution.simulate import check_schedule
+
+    fx = plan(RESNET)
+    graph = fx.graph
+    base = solve(graph, "checkpoint-all:cpu").schedule
+    stages, done = [], set()
+    for stage in base.stages:
+        done |= {op.node for op in stage.ops}
+        stages.append(replace(stage, keep={"cpu": frozenset(done)}))
+    schedule = replace(base, stages=tuple(stages))
+    timeline = check_schedule(graph, schedule)
+    report = execute_fx_schedule(fx, graph, schedule, {"gpu": "cpu"})
+    assert report.gradients_match
+    bn = [n for n in graph.nodes if n.kind == "forward" and "batch_norm" in (n.op or "")]
+    channels = sum(n.extra["shape"][1] for n in bn)
+    assert 0 <= report.measured_peak["cpu"] - timeline.peaks["cpu"] <= 2 * 4 * channels
