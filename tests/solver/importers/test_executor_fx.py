@@ -175,6 +175,20 @@ def test_execute_command_runs_an_fx_graph_by_its_file(tmp_path, capsys):
     assert doc["predicted"]["peak_bytes"] == result.timeline.peaks
 
 
+def test_execute_command_with_spec_input_and_graph_predicts_with_measured_costs(tmp_path, capsys):
+    """``execute module:Class --input SHAPE --graph FILE``: the graph says it is a torch.fx
+    import; ``--cost measured`` predicts with node times measured here."""
+    graph_file, schedule, result = write_graph(tmp_path, TRANSFORMER)
+    argv = [TRANSFORMER, "--input", "2x16x512", "--graph", str(graph_file)]
+    argv += ["--schedule", str(schedule), "--device-map", "gpu=cpu", "--cost", "measured"]
+    assert execute_command([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gradients_match"] is True
+    assert doc["predicted"]["peak_bytes"] == result.timeline.peaks
+    # CPU milliseconds of a real step, not the modelled desktop's
+    assert doc["predicted"]["total_ms"] > 10 * result.timeline.total_ms
+
+
 def test_execute_command_with_spec_and_graph_of_another_shape_is_refused(tmp_path, capsys):
     graph_file, schedule, _ = write_graph(tmp_path, TRANSFORMER)
     argv = [TRANSFORMER, "--input", "2x8x512", "--graph", str(graph_file)]
