@@ -50,6 +50,10 @@ __all__ = [
     "cheapest_once",
     "MAX_ROW_UNITS",
     "COST_CEILING",
+    "ModelBuilder",
+    "fits_on",
+    "affordable",
+    "capped_cost",
 ]
 
 COST_CEILING = 1e12
@@ -228,7 +232,7 @@ def estimate_size(graph: Graph) -> tuple[int, int]:
     return cols, num_d * per_device + pairs * per_pair
 
 
-class _Builder:
+class ModelBuilder:
     """Columns and coordinate rows, with the deadline and cancel checks of a long build."""
 
     def __init__(self, deadline: float | None, cancel: threading.Event | None) -> None:
@@ -334,7 +338,7 @@ def build_array_model(
         )
     model = ArrayModel(graph, memory_units(graph, rounding), LinearProgram.__new__(LinearProgram))
     model.upper_bound = upper_bound
-    builder = _Builder(deadline, cancel)
+    builder = ModelBuilder(deadline, cancel)
     add_variables(model, builder)
     add_frontier_constraints(model, builder)
     add_exclusive_constraints(model, builder)
@@ -346,39 +350,43 @@ def build_array_model(
     return model
 
 
-def _fits(model: ArrayModel, d: int, k: int) -> bool:
+def fits_on(model: ArrayModel, d: int, k: int) -> bool:
     """Whether node ``k`` can run on device ``d`` at all (cost defined, requirement fits)."""
     g = model.graph
-    if math.isnan(g.cost[d, k]) or not _affordable(model, float(g.cost[d, k])):
+    if math.isnan(g.cost[d, k]) or not affordable(model, float(g.cost[d, k])):
         return False
     need = int(g.memory[k]) + sum(int(g.memory[i]) for i in g.inputs[k])
     return need <= int(model.memory.budgets[d])
 
 
-def _affordable(model: ArrayModel, cost: float) -> bool:
+def affordable(model: ArrayModel, cost: float) -> bool:
+    """Whether a run or copy of this cost can be in a schedule cheaper than the known one
+    (``upper_bound``): dearer ones are left out of the model, which shrinks it."""
     bound = model.upper_bound
     return bound is None or not math.isfinite(bound) or cost <= bound
 
 
-def _capped(model: ArrayModel, cost: float) -> float:
+def capped_cost(model: ArrayModel, cost: float) -> float:
+    """The objective coefficient of ``cost``: at most :data:`COST_CEILING` (and the model
+    remembers that it capped, so it never calls an answer optimal on capped costs alone)."""
     if cost > COST_CEILING:
         model.capped = True
         return COST_CEILING
     return cost
 
 
-def add_variables(model: ArrayModel, b: _Builder) -> None:
+def add_variables(model: ArrayModel, b: ModelBuilder) -> None:
     """Binary ``R`` (``i <= t``) and ``S`` (``i < t``) where ``d`` can run ``i``; binary ``F``
     per edge ``(i, k)`` with ``k <= t`` where ``d`` can hold ``i``; ``X`` in [0, 1] per link;
     continuous ``U >= 0`` per memory row. Costs are the objective
     ``sum C[d][i] R[d,t,i] + sum CC[e][d'->d] X[d'->d,t,e]``."""
     g = model.graph
-    runs = [[_fits(model, d, i) for i in range(g.n)] for d in range(g.num_devices)]
+    runs = [[fits_on(model, d, i) for i in range(g.n)] for d in range(g.num_devices)]
     for d in range(g.num_devices):
         for t in range(g.n):
             for i in range(t + 1):
                 if runs[d][i]:
-                    model.R[d, t, i] = b.column(_capped(model, float(g.cost[d, i])))
+                    model.R[d, t, i] = b.column(capped_cost(model, float(g.cost[d, i])))
                     if i < t:
                         model.S[d, t, i] = b.column()
             for e, (i, k) in enumerate(g.edge_pairs):
@@ -393,8 +401,10 @@ def add_variables(model: ArrayModel, b: _Builder) -> None:
                     if src == dst or not (runs[src][i] and runs[dst][k]):
                         continue
                     cost = float(g.transfer[e, src, dst])
-                    if math.isfinite(cost) and _affordable(model, cost):
-                        model.X[src, dst, t, e] = b.column(_capped(model, cost), 1.0, integer=False)
+                    if math.isfinite(cost) and affordable(model, cost):
+                        model.X[src, dst, t, e] = b.column(
+                            capped_cost(model, cost), 1.0, integer=False
+                        )
     for d in range(g.num_devices):
         if not model.memory.binds(d):
             continue
@@ -404,7 +414,7 @@ def add_variables(model: ArrayModel, b: _Builder) -> None:
                     model.U[d, t, k] = b.column(upper=INF, integer=False)
 
 
-def add_frontier_constraints(model: ArrayModel, b: _Builder) -> None:
+def add_frontier_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``sum_d R[d,t,t] = 1``."""
     g = model.graph
     for t in range(g.n):
@@ -412,13 +422,13 @@ def add_frontier_constraints(model: ArrayModel, b: _Builder) -> None:
         b.row(cols, [1.0] * len(cols), 1.0, 1.0)
 
 
-def add_exclusive_constraints(model: ArrayModel, b: _Builder) -> None:
+def add_exclusive_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``R[d,t,i] + S[d,t,i] <= 1``: never recompute a resident tensor."""
     for key, s in model.S.items():
         b.row([model.R[key], s], [1.0, 1.0], -INF, 1.0)
 
 
-def add_checkpoint_constraints(model: ArrayModel, b: _Builder) -> None:
+def add_checkpoint_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``S[d,t+1,i] <= S[d,t,i] + R[d,t,i]``: keep only what was resident or computed."""
     for (d, t, i), keep in model.S.items():
         cols, vals = [keep], [1.0]
@@ -435,7 +445,7 @@ def _available(model: ArrayModel, d: int, t: int, i: int) -> tuple[list[int], li
     return cols, [1.0] * len(cols)
 
 
-def add_input_constraints(model: ArrayModel, b: _Builder) -> None:
+def add_input_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``R[d,t,k] <= Z[d,t,i] + sum_{d'} X[d'->d,t,(i,k)]``; ``X[d'->d] <= Z[d',t,i]``;
     ``X[d'->d] <= R[d,t,k]``; ``X[d'->d] <= 1 - Z[d,t,i]``."""
     g = model.graph
@@ -454,7 +464,7 @@ def add_input_constraints(model: ArrayModel, b: _Builder) -> None:
         b.row([x, *cols], [1.0, *vals], -INF, 1.0)
 
 
-def add_freeing_constraints(model: ArrayModel, b: _Builder) -> None:
+def add_freeing_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``F[d,t,(i,k)] <= Z[d,t,i]``; ``<= R[d,t,k] + sum_{d'} X[d->d',t,(i,k)]``;
     ``<= 1 - S[d,t+1,i]``; and for each later user ``j > k`` of ``i``:
     ``<= 1 - R[d,t,j]`` and ``<= 1 - X[d->d',t,(i,j)]``."""
@@ -479,7 +489,7 @@ def add_freeing_constraints(model: ArrayModel, b: _Builder) -> None:
                     b.row([f, model.X[d, s, t, later]], [1.0, 1.0], -INF, 1.0)
 
 
-def add_memory_constraints(model: ArrayModel, b: _Builder) -> None:
+def add_memory_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``U[d,t,k] = U[d,t,k'] + M_k R[d,t,k] - sum_{k' <= j < k} sum_{(i,j)} M_i F[d,t,(i,j)]``
     (``k'`` the previous row's node; the first row starts from ``sum_i M_i S[d,t,i]``) and
     ``U[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] <= B_d``, per device."""

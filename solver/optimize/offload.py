@@ -46,16 +46,16 @@ from solver.optimize.miqp import (
     DEFAULT_MEMORY_LIMIT,
     INF,
     ArrayModel,
+    ModelBuilder,
     ModelTooLarge,
-    _affordable,
-    _Builder,
-    _capped,
-    _fits,
     add_freeing_constraints,
     add_frontier_constraints,
     add_input_constraints,
     add_memory_constraints,
+    affordable,
+    capped_cost,
     estimate_size,
+    fits_on,
     memory_units,
 )
 from solver.optimize.miqp_schedule import schedule_from_values
@@ -122,7 +122,7 @@ def build_offload_model(
         )
     model = OffloadModel(graph, memory_units(graph, rounding), None)  # type: ignore[arg-type]
     model.upper_bound = upper_bound
-    b = _Builder(deadline, cancel)
+    b = ModelBuilder(deadline, cancel)
     _add_variables(model, b)
     add_frontier_constraints(model, b)
     _add_exclusive_constraints(model, b)
@@ -144,23 +144,23 @@ def _holds(model: ArrayModel) -> list[list[bool]]:
         reachable = any(link.target == device.name for link in g.links)
         budget = int(model.memory.budgets[d])
         holds.append(
-            [_fits(model, d, i) or (reachable and int(g.memory[i]) <= budget) for i in range(g.n)]
+            [fits_on(model, d, i) or (reachable and int(g.memory[i]) <= budget) for i in range(g.n)]
         )
     return holds
 
 
-def _add_variables(model: OffloadModel, b: _Builder) -> None:
+def _add_variables(model: OffloadModel, b: ModelBuilder) -> None:
     """The solved model's columns with ``S``, ``F`` and copy sources wherever a tensor may be
     held, then ``O`` per usable link and ``H`` per possible sender."""
     g = model.graph
     num_d = g.num_devices
-    runs = [[_fits(model, d, i) for i in range(g.n)] for d in range(num_d)]
+    runs = [[fits_on(model, d, i) for i in range(g.n)] for d in range(num_d)]
     holds = _holds(model)
     for d in range(num_d):
         for t in range(g.n):
             for i in range(t + 1):
                 if runs[d][i]:
-                    model.R[d, t, i] = b.column(_capped(model, float(g.cost[d, i])))
+                    model.R[d, t, i] = b.column(capped_cost(model, float(g.cost[d, i])))
                 if i < t and holds[d][i]:
                     model.S[d, t, i] = b.column()
             for e, (i, k) in enumerate(g.edge_pairs):
@@ -175,8 +175,10 @@ def _add_variables(model: OffloadModel, b: _Builder) -> None:
                     if src == dst or not (holds[src][i] and runs[dst][k]):
                         continue
                     cost = float(g.transfer[e, src, dst])
-                    if math.isfinite(cost) and _affordable(model, cost):
-                        model.X[src, dst, t, e] = b.column(_capped(model, cost), 1.0, integer=False)
+                    if math.isfinite(cost) and affordable(model, cost):
+                        model.X[src, dst, t, e] = b.column(
+                            capped_cost(model, cost), 1.0, integer=False
+                        )
     for d in range(num_d):
         if model.memory.binds(d):
             for t in range(g.n):
@@ -191,20 +193,20 @@ def _add_variables(model: OffloadModel, b: _Builder) -> None:
                     if src == dst or (dst, t + 1, i) not in model.S or not holds[src][i]:
                         continue
                     ms = offload_ms(g, i, names[src], names[dst])
-                    if math.isfinite(ms) and _affordable(model, ms):
-                        model.O[src, dst, t, i] = b.column(_capped(model, ms))
+                    if math.isfinite(ms) and affordable(model, ms):
+                        model.O[src, dst, t, i] = b.column(capped_cost(model, ms))
                         if model.memory.binds(src) and (src, t, i) not in model.H:
                             model.H[src, t, i] = b.column(integer=False)
 
 
-def _add_exclusive_constraints(model: OffloadModel, b: _Builder) -> None:
+def _add_exclusive_constraints(model: OffloadModel, b: ModelBuilder) -> None:
     """``R[d,t,i] + S[d,t,i] <= 1`` where both exist."""
     for key, s in model.S.items():
         if key in model.R:
             b.row([model.R[key], s], [1.0, 1.0], -INF, 1.0)
 
 
-def _add_checkpoint_constraints(model: OffloadModel, b: _Builder) -> None:
+def _add_checkpoint_constraints(model: OffloadModel, b: ModelBuilder) -> None:
     """``S[d,t+1,i] <= S[d,t,i] + R[d,t,i] + sum_s O[s->d,t,i]``."""
     g = model.graph
     for (d, t, i), keep in model.S.items():
@@ -222,7 +224,7 @@ def _available(model: ArrayModel, d: int, t: int, i: int) -> list[int]:
     return [family[d, t, i] for family in (model.R, model.S) if (d, t, i) in family]
 
 
-def _add_offload_constraints(model: OffloadModel, b: _Builder) -> None:
+def _add_offload_constraints(model: OffloadModel, b: ModelBuilder) -> None:
     """The copy rows, the source's hold until the copy, and the end-of-stage memory rows."""
     g = model.graph
     sent: dict[tuple[int, int, int], list[int]] = {}
