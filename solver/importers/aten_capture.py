@@ -36,7 +36,7 @@ import logging
 import math
 import operator
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +110,7 @@ def as_inputs(inputs: Any) -> tuple[InputSpec, ...]:
     return (InputSpec(tuple(int(s) for s in items)),)
 
 
-def inputs_from_meta(meta: dict[str, Any]) -> tuple[InputSpec, ...]:
+def inputs_from_meta(meta: Mapping[str, Any]) -> tuple[InputSpec, ...]:
     """The inputs a graph was imported with, from its ``meta`` (``inputs``, else the float
     ``input_shape`` of graphs imported before inputs had dtypes)."""
     if "inputs" in meta:

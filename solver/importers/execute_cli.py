@@ -29,7 +29,8 @@ from solver.document.graph_io import load_graph
 from solver.document.schedule_io import load_schedule
 from solver.document.units import format_size
 from solver.errors import XEngineError
-from solver.importers.cli import parse_shape
+from solver.importers.aten_capture import inputs_from_meta
+from solver.importers.cli import parse_input
 from solver.importers.hardware import DEVICES, LINKS, make_platform
 from solver.importers.usage import OneLineParser
 
@@ -67,7 +68,12 @@ def _parser() -> argparse.ArgumentParser:
         "names the model; or module:Class / path/to/file.py:Class (built with no args)",
     )
     parser.add_argument(
-        "--input", type=parse_shape, metavar="SHAPE", help="input shape (with module:Class)"
+        "--input",
+        action="append",
+        type=parse_input,
+        metavar="SHAPE[:DTYPE]",
+        help="input shape with module:Class, as import-torch takes it (4x12:int64 for token "
+        "ids; repeat for each argument of forward); default: what the graph's meta says",
     )
     parser.add_argument("--schedule", required=True, metavar="FILE", help="*.schedule.json")
     parser.add_argument("--level", choices=("layer", "op"), default=None)
@@ -177,7 +183,7 @@ def _prepared(args: argparse.Namespace, graph, imported: Graph, origin: str, spe
     elif structure_hash_of(graph) != structure_hash_of(imported):
         raise XEngineError(
             f"{origin}: graph '{graph.name}' ({graph.n} nodes) is not the import of "
-            f"{spec} at {'x'.join(map(str, _shape_of(args, graph)))}, level "
+            f"{spec} at {_shape_of(args, graph)}, level "
             f"{args.level or graph.meta.get('level', 'layer')} ({imported.n} nodes; "
             f"{_first_difference(graph, imported)}); import it again with the same input "
             "shape and level, and solve on that file"
@@ -198,8 +204,13 @@ def structure_hash_of(graph: Graph) -> str:
     return structure_hash(graph)
 
 
-def _shape_of(args: argparse.Namespace, graph: Graph) -> tuple[int, ...]:
-    return tuple(args.input or graph.meta.get("input_shape", ()))
+def _shape_of(args: argparse.Namespace, graph: Graph) -> str:
+    """The inputs as the command line writes them (``32x3x224x224``, ``4x12:int64 4x8``)."""
+    if args.input:
+        return " ".join(map(str, args.input))
+    if "input_shape" in graph.meta:
+        return " ".join(map(str, inputs_from_meta(graph.meta)))
+    return "?"
 
 
 def _cpu_mapped(args: argparse.Namespace, graph: Graph) -> set[str]:
@@ -240,8 +251,8 @@ def _model_of(args: argparse.Namespace, graph: Graph | None, origin: str):
             "imported from PyTorch (vgg16, resnet18, encoder-aten, ... or import-torch -o FILE)"
         )
     spec = str(meta["source"]) if by_graph else args.spec
-    shape = args.input or (tuple(meta["input_shape"]) if "input_shape" in meta else None)
-    if shape is None:
+    inputs = tuple(args.input or ()) or (inputs_from_meta(meta) if "input_shape" in meta else ())
+    if not inputs:
         raise XEngineError(
             f"{spec}: --input SHAPE is needed with a model spec (e.g. --input 32x3x224x224)"
         )
@@ -249,7 +260,15 @@ def _model_of(args: argparse.Namespace, graph: Graph | None, origin: str):
     capture = args.capture or (
         "fx" if str(meta.get("importer", "")).startswith("torch.fx") else "aten"
     )
-    return spec, tuple(shape), level, capture
+    if capture == "aten":
+        return spec, inputs, level, capture
+    if len(inputs) != 1 or not inputs[0].is_float:
+        raise XEngineError(
+            f"{spec}: a torch.fx import takes one float input, not "
+            f"{' '.join(map(str, inputs))}; import the model with 'main.py import-torch' "
+            "(default --capture aten), solve, and execute that graph"
+        )
+    return spec, inputs[0].shape, level, capture
 
 
 def _load_schedule(path: str, graph: Graph, spec: str):

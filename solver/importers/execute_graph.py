@@ -63,11 +63,12 @@ def execute_graph(
         _check(structure_hash(fx.graph), structure_hash(graph), graph, source)
         return execute_fx_schedule(fx, graph, schedule, device_map, seed=seed)
     from solver.importers.aten import capture_model, graph_from_plan
+    from solver.importers.aten_capture import inputs_from_meta
     from solver.importers.aten_groups import plan_groups
     from solver.importers.executor import execute_schedule
     from solver.importers.hardware import make_platform
 
-    plan = plan_groups(capture_model(source, shape), level)
+    plan = plan_groups(capture_model(source, inputs_from_meta(meta)), level)
     _check(
         structure_hash(graph_from_plan(plan, make_platform())), structure_hash(graph), graph, source
     )

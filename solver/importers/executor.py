@@ -26,7 +26,7 @@ import copy
 import logging
 import operator
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ from solver.document.schedule import Schedule
 from solver.errors import XEngineError
 from solver.execution.simulate import check_schedule, effective_graph
 from solver.importers._deps import require_torch
-from solver.importers.aten_capture import loss_of
+from solver.importers.aten_capture import example_inputs, loss_of
 from solver.importers.aten_groups import (
     GroupPlan,
     is_inplace,
@@ -135,11 +135,11 @@ def execute_schedule(
     timeline = check_schedule(sized, schedule)
     mapping = _device_map(torch, [d.name for d in graph.devices], device_map or {})
     _check_kernels(plan, schedule, mapping)
-    model, x = _build(torch, plan, seed)
+    model, xs = _build(torch, plan, seed)
     with one_thread(torch, mapping):  # the same kernels as the step: the same rounding
-        reference = reference_gradients(plan, seed, model=model, x=x)
+        reference = reference_gradients(plan, seed, model=model, xs=xs)
     runtime, op_ms = run_schedule(
-        torch, plan, schedule, timeline, mapping, model, x, seed, graph=sized
+        torch, plan, schedule, timeline, mapping, model, xs, seed, graph=sized
     )
     grads = runtime.gradients()
     match, error = _compare(torch, grads, reference)
@@ -165,7 +165,7 @@ def run_schedule(
     timeline,
     mapping,
     model,
-    x,
+    xs: Sequence[Any],
     seed: int = 0,
     graph: Graph | None = None,
 ) -> tuple[_Runtime, list[tuple[int, str, str, float, bool]]]:
@@ -176,7 +176,7 @@ def run_schedule(
     a GPU: under ``FakeTensorMode`` with ``gpu`` mapped to ``cuda:0``, fake CUDA tensors check
     every device placement (an op mixing devices raises) with no data and no CUDA.
     """
-    runtime = _Runtime(torch, plan, mapping, model, x)
+    runtime = _Runtime(torch, plan, mapping, model, xs)
     runtime.reset_cuda_peaks()
     torch.manual_seed(seed + 1)
     if graph is not None:
@@ -194,12 +194,12 @@ def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -
     import statistics
 
     torch = require_torch("measured costs")
-    model, x = _build(torch, plan, 0)
+    model, xs = _build(torch, plan, 0)
     samples: dict[str, list[float]] = {g.id: [] for g in plan.groups}
     mapping = {"cpu": torch.device("cpu")}
     with one_thread(torch, mapping):
         for run in range(warmup + max(repeats, 1)):
-            runtime = _Runtime(torch, plan, mapping, model, x)
+            runtime = _Runtime(torch, plan, mapping, model, xs)
             for group in plan.groups:
                 ms = runtime.run_group(group.id, "cpu", {})
                 if run >= warmup:
@@ -208,15 +208,15 @@ def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -
 
 
 def reference_gradients(
-    plan: GroupPlan, seed: int = 0, *, model: Any = None, x: Any = None
+    plan: GroupPlan, seed: int = 0, *, model: Any = None, xs: Sequence[Any] = ()
 ) -> dict[str, Any]:
-    """Parameter gradients of a plain ``loss.backward()`` on the same model, input and seed."""
+    """Parameter gradients of a plain ``loss.backward()`` on the same model, inputs and seed."""
     torch = require_torch("the schedule executor")
     if model is None:
-        model, x = _build(torch, plan, seed)
+        model, xs = _build(torch, plan, seed)
     model = copy.deepcopy(model)
     torch.manual_seed(seed + 1)
-    loss_of(model(x)).backward()
+    loss_of(model(*xs)).backward()
     params = dict(model.named_parameters())
     return {
         name: (params[name].grad if params[name].grad is not None else torch.zeros_like(p))
@@ -228,7 +228,9 @@ def reference_gradients(
 class _Runtime:
     """Tensors per schedule device, the running node's intermediates, and the byte counts."""
 
-    def __init__(self, torch, plan: GroupPlan, mapping: Mapping[str, Any], model, x) -> None:
+    def __init__(
+        self, torch, plan: GroupPlan, mapping: Mapping[str, Any], model, xs: Sequence[Any]
+    ) -> None:
         self.torch, self.plan, self.mapping = torch, plan, dict(mapping)
         graph = plan.capture.gm.graph
         self.nodes = {n.name: n for n in graph.nodes}
@@ -237,7 +239,7 @@ class _Runtime:
         placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
         params = dict(model.named_parameters())
         buffers = {name: b.clone() for name, b in model.named_buffers()}
-        values = [x, *(params[n].detach() for n in plan.capture.param_names)]
+        values = [*xs, *(params[n].detach() for n in plan.capture.param_names)]
         values += [buffers[n] for n in plan.capture.buffer_names]
         self.inputs: dict[Any, dict[str, Any]] = {}
         for device in {str(d): d for d in self.mapping.values()}.values():
@@ -475,12 +477,13 @@ def _set_rng_state(torch, state) -> None:
         torch.cuda.set_rng_state_all(cuda)
 
 
-def _build(torch, plan: GroupPlan, seed: int):
+def _build(torch, plan: GroupPlan, seed: int) -> tuple[Any, list[Any]]:
+    """The model and its inputs (every argument of ``forward``, of its dtype: token ids are
+    integers), drawn after seeding, as the import drew them."""
     torch.manual_seed(seed)
     model = plan.capture.factory()
     model.train()
-    x = torch.randn(plan.capture.input_shape)
-    return model, x
+    return model, example_inputs(torch, plan.capture.inputs or plan.capture.input_shape)
 
 
 def _device_map(torch, devices: list[str], given: Mapping[str, str]) -> dict[str, Any]:

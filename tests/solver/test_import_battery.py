@@ -137,6 +137,17 @@ class TupleOut(nn.Module):
         return self.head(features), features
 
 
+class Pair(nn.Module):
+    """Two arguments of forward (source and target sequences), as nn.Transformer takes."""
+
+    def __init__(self):
+        super().__init__()
+        self.t = nn.Transformer(16, 2, 1, 1, 32, batch_first=True)
+
+    def forward(self, src, tgt):
+        return self.t(src, tgt)
+
+
 #: Each model and its inputs, small: a capture's cost grows with ops, not sizes.
 BATTERY: dict[str, tuple[type, tuple[InputSpec, ...]]] = {
     "decoder": (DecoderLayer, (InputSpec((2, 8, 32)),)),
@@ -148,6 +159,7 @@ BATTERY: dict[str, tuple[type, tuple[InputSpec, ...]]] = {
     "tied": (Tied, (InputSpec((3, 12)),)),
     "inplace-residual": (InplaceResidual, (InputSpec((3, 20)),)),
     "tuple-output": (TupleOut, (InputSpec((3, 10)),)),
+    "two-inputs": (Pair, (InputSpec((2, 6, 16)), InputSpec((2, 5, 16)))),
 }
 LEVELS = ("layer", "op")
 
@@ -198,8 +210,8 @@ def test_battery_imports_as_a_dag_with_flop_counter_flops(name, level):
 def test_battery_backward_reads_what_autograd_saves(name):
     """The capture's backward ops read exactly the tensors autograd saves (test_aten's
     helpers), and at op level a forward node feeds a backward node exactly when it owns one."""
-    model, (x,) = real(name)
-    expected = autograd_saved(model, x)
+    model, inputs = real(name)
+    expected = autograd_saved(model, *inputs)
     plan, graph = planned(name, "op")
     saved = captured_saved(plan)
     assert sorted(saved.values()) == expected
@@ -248,18 +260,8 @@ EXECUTED = [
     ("bilstm", "layer", "greedy"),
     ("inplace-residual", "layer", "greedy"),
     ("tuple-output", "layer", "greedy"),
+    ("two-inputs", "layer", "greedy"),
 ]
-#: The executor draws one float input, torch.randn(capture.input_shape) (executor._build), so
-#: an nn.Embedding gets float indices; see test_battery_embedding_executes_with_its_own_inputs.
-FLOAT_INPUT_ONLY = pytest.mark.xfail(
-    reason="executor._build draws x = torch.randn(capture.input_shape): one float input, so "
-    "nn.Embedding refuses its indices (RuntimeError: Expected tensor for argument #1 "
-    "'indices' to have one of the following scalar types: Long, Int); it should draw "
-    "aten_capture.example_inputs(torch, capture.inputs)",
-    raises=RuntimeError,
-    strict=True,
-)
-MARKS = {"embedding": FLOAT_INPUT_ONLY}
 
 
 def scheduled(name: str, level: str, method: str):
@@ -287,30 +289,13 @@ def check_execution(plan, graph, result):
 
 @pytest.mark.parametrize(
     ("name", "level", "method"),
-    [pytest.param(*case, marks=MARKS.get(case[0], ())) for case in EXECUTED],
+    EXECUTED,
 )
 def test_battery_executes_at_gpu_60_percent(name, level, method):
     plan, graph, result = scheduled(name, level, method)
     if method.endswith(":gpu"):  # one device, under its budget: recomputations
         assert result.timeline.recomputations > 0
     check_execution(plan, graph, result)
-
-
-def test_battery_embedding_executes_with_its_own_inputs(monkeypatch):
-    """The only thing the embedding model lacks: with the executor's inputs drawn by
-    aten_capture.example_inputs (token ids 0 or 1) instead of randn, it runs by its schedules
-    with torch's gradients and the predicted peak."""
-    from solver.importers import executor
-
-    def build(torch, plan, seed):
-        torch.manual_seed(seed)
-        model = plan.capture.factory().train()
-        (tokens,) = example_inputs(torch, plan.capture.inputs)
-        return model, tokens
-
-    monkeypatch.setattr(executor, "_build", build)
-    for level in LEVELS:
-        check_execution(*scheduled("embedding", level, "greedy"))
 
 
 def test_battery_tiny_peaks_are_predicted_to_the_byte():

@@ -79,9 +79,9 @@ def test_aten_encoder_flops_match_the_issue_example():
     assert 6.9e9 < flops < 7.1e9
 
 
-def autograd_saved(model, x) -> list[int]:
-    """Bytes of every storage autograd saves for the backward (weights and input excluded)."""
-    fixed = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers(), x)}
+def autograd_saved(model, *xs) -> list[int]:
+    """Bytes of every storage autograd saves for the backward (weights and inputs excluded)."""
+    fixed = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers(), *xs)}
     saved: dict[int, int] = {}
 
     def pack(tensor):
@@ -91,7 +91,7 @@ def autograd_saved(model, x) -> list[int]:
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = loss_of(model(x))
+        loss = loss_of(model(*xs))
     del loss
     return sorted(saved.values())
 

@@ -93,12 +93,12 @@ def run_fake(plan, graph, schedule, device_map, monkeypatch):
         measure(self, device, env)
 
     monkeypatch.setattr(executor._Runtime, "_measure", checked)
-    model, x = executor._build(torch, plan, 0)
+    model, xs = executor._build(torch, plan, 0)
     mode = FakeTensorMode()
     with mode:
         fake = FakeModel(mode, model)
         runtime, op_ms = run_schedule(
-            torch, plan, schedule, timeline, mapping, fake, mode.from_tensor(x)
+            torch, plan, schedule, timeline, mapping, fake, [mode.from_tensor(x) for x in xs]
         )
         grads = runtime.gradients()
     return runtime, op_ms, grads, seen

@@ -143,3 +143,39 @@ def test_loss_of_a_tuple_is_the_sum_over_its_float_outputs():
     assert float(loss_of((a, {"h": b, "ids": torch.tensor([7])}))) == 5.0 + 4.0
     with pytest.raises(TypeError, match="returned tuple without a floating-point tensor"):
         loss_of((torch.tensor([1]),))
+
+
+def test_execute_runs_token_and_two_input_models_by_their_graphs(models, tmp_path, capsys):
+    """``execute`` takes its inputs from the graph's meta (token ids stay integers, both
+    arguments of nn.Transformer are drawn), or from ``--input`` as import-torch takes it; a
+    float input for an embedding gets import-torch's one-line hint."""
+    pytest.importorskip("torch")
+    from solver.cli import main as cli_main
+    from solver.importers.execute_cli import execute_command
+
+    runs = {"Tokens": ["4x12:int64"], "Pair": ["2x6x16", "2x5x16"]}
+    for cls, inputs in runs.items():
+        graph, schedule = tmp_path / f"{cls}.graph.json", tmp_path / f"{cls}.schedule.json"
+        args = [f"{models}:{cls}", *(a for i in inputs for a in ("--input", i)), "-o", str(graph)]
+        assert import_torch_command(args) == 0
+        solve = [str(graph), "--method", "greedy", "--budget", "gpu=60%", "--no-store"]
+        assert cli_main(["solve", *solve, "-o", str(schedule)]) == 0
+        capsys.readouterr()
+        run = [str(graph), "--schedule", str(schedule), "--device-map", "gpu=cpu", "--json"]
+        assert execute_command(run) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["gradients_match"] is True
+        assert report["measured"]["peak_bytes"] == report["predicted"]["peak_bytes"]
+    spec = [
+        f"{models}:Tokens",
+        "--schedule",
+        str(tmp_path / "Tokens.schedule.json"),
+        "--device-map",
+        "gpu=cpu",
+    ]
+    assert execute_command([*spec, "--input", "4x12:int64"]) == 0
+    capsys.readouterr()
+    assert execute_command([*spec, "--input", "4x12"]) == 2
+    assert "give integer inputs (token ids) their dtype: --input 4x12:int64" in (
+        capsys.readouterr().err
+    )
