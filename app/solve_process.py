@@ -48,7 +48,7 @@ POLL_S = 0.05
 """How often the relay looks at the cancel Event while no message arrives."""
 KILL_GRACE_S = 20.0
 """After a cancel, how long the child may take to deliver its incumbent before it is killed."""
-CHILD_NICENESS = 5
+CHILD_NICENESS = 10
 """How much lower the solver child's CPU priority is than the window's (``os.nice``)."""
 _context: multiprocessing.context.BaseContext | None = None
 
