@@ -358,7 +358,9 @@ class MemoryView(QWidget):
         peak = int(y.max(initial=0))
         run = self._measured
         measured = run.peak_bytes.get(item.device) if run is not None else None
-        shown_budget = budget if budget <= 1.6 * max(peak, measured or 0, 1) else None
+        held = max(peak, measured or 0)
+        # a device that holds nothing shows its budget (a 0-1 B axis ticked 0.2 B: no such bytes)
+        shown_budget = budget if held == 0 or budget <= 1.6 * held else None
         item.unit, item.scale = byte_unit(max(peak, shown_budget or 0, measured or 0))
         item.curve.setData(x, y / item.scale)
         # the title names device and quantity; a long rotated label ran into its neighbour's

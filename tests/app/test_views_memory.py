@@ -124,3 +124,30 @@ def test_schedule_tab_needs_no_scrolling_at_1280x720(make_window, qtbot):
     # one time-axis title, under the last plot (the Gantt's was cut by its overview strip)
     assert not view.gantt.plot.getAxis("bottom").label.isVisible()
     assert view.memory.plot("gpu").getAxis("bottom").labelText == "time (ms)"
+
+
+def test_memory_of_a_device_that_holds_nothing_shows_its_budget(graph, show):
+    """A device that holds nothing (every node on the GPU) is drawn against its budget, in
+    whole units, instead of a 0-1 B axis ticked every 0.2 B."""
+    from app.document import Document
+    from solver.execution.simulate import simulate
+    from solver.optimize.baselines import checkpoint_all
+    from solver.optimize.incumbents import SolveResult
+    from solver.status import SolveStatus
+
+    big = graph.with_memory_limits({"gpu": 10**9})
+    schedule = checkpoint_all(big, "gpu")
+    timeline = simulate(big, schedule, strict=True)
+    assert timeline.peaks["cpu"] == 0
+    document = Document()
+    document.set_graph(big)
+    document.set_result(SolveResult("gpu", SolveStatus.FEASIBLE, schedule, timeline, 1.0))
+    view = show(MemoryView(document), 900, 420)
+    budget = big.device("cpu").activation_budget
+    unit, scale = view.unit("cpu")
+    assert unit == format_size(budget).split()[1]
+    assert view.budget_line("cpu").isVisible()
+    assert view.budget_line("cpu").value() == pytest.approx(budget / scale)
+    _, (y0, y1) = view.plot("cpu").getViewBox().viewRange()
+    assert y1 * scale >= budget
+    assert "off scale" not in view.title("cpu")
