@@ -80,6 +80,33 @@ class ExecutionReport:
     copy_ms: float = 0.0
     cuda_peak: dict[str, int] = field(default_factory=dict)
 
+    @classmethod
+    def of_step(
+        cls,
+        runtime: Any,
+        op_ms: list[tuple[int, str, str, float, bool]],
+        timeline: Any,
+        graph: Graph,
+        compared: tuple[bool, float],
+        mapping: Mapping[str, Any],
+        cuda_peak: dict[str, int] | None = None,
+    ) -> ExecutionReport:
+        """The report of a step both executors ran: the runtime's peaks and copy time, the
+        operations' times, and the replay (``timeline`` of ``graph``) it is compared with."""
+        return cls(
+            measured_ms=sum(row[3] for row in op_ms) + runtime.copy_ms,
+            measured_peak=dict(runtime.peak),
+            predicted_ms=timeline.total_ms,
+            predicted_peak=timeline.peaks,
+            budgets={d.name: d.activation_budget for d in graph.devices},
+            gradients_match=compared[0],
+            max_abs_error=compared[1],
+            device_map={k: str(v) for k, v in mapping.items()},
+            op_ms=tuple(op_ms),
+            copy_ms=runtime.copy_ms,
+            cuda_peak=cuda_peak or {},
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document of ``main.py execute``."""
         return {
@@ -141,20 +168,9 @@ def execute_schedule(
     runtime, op_ms = run_schedule(
         torch, plan, schedule, timeline, mapping, model, xs, seed, graph=sized
     )
-    grads = runtime.gradients()
-    match, error = _compare(torch, grads, reference)
-    return ExecutionReport(
-        measured_ms=sum(row[3] for row in op_ms) + runtime.copy_ms,
-        measured_peak=dict(runtime.peak),
-        predicted_ms=timeline.total_ms,
-        predicted_peak=timeline.peaks,
-        budgets={d.name: d.activation_budget for d in sized.devices},
-        gradients_match=match,
-        max_abs_error=error,
-        device_map={k: str(v) for k, v in mapping.items()},
-        op_ms=tuple(op_ms),
-        copy_ms=runtime.copy_ms,
-        cuda_peak=runtime.cuda_peaks(),
+    compared = _compare(torch, runtime.gradients(), reference)
+    return ExecutionReport.of_step(
+        runtime, op_ms, timeline, sized, compared, mapping, runtime.cuda_peaks()
     )
 
 

@@ -150,20 +150,9 @@ def execute_fx_schedule(
     position, devices = order_of(sized)
     with one_thread(torch, mapping):
         op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
-    match, error = _compare(torch, runtime.gradients(), reference)
+    compared = _compare(torch, runtime.gradients(), reference)
     runtime.close()
-    return ExecutionReport(
-        measured_ms=sum(row[3] for row in op_ms) + runtime.copy_ms,
-        measured_peak=dict(runtime.peak),
-        predicted_ms=timeline.total_ms,
-        predicted_peak=timeline.peaks,
-        budgets={d.name: d.activation_budget for d in sized.devices},
-        gradients_match=match,
-        max_abs_error=error,
-        device_map={k: str(v) for k, v in mapping.items()},
-        op_ms=tuple(op_ms),
-        copy_ms=runtime.copy_ms,
-    )
+    return ExecutionReport.of_step(runtime, op_ms, timeline, sized, compared, mapping)
 
 
 def measure_fx_times(plan: FxPlan, *, warmup: int = 1, repeats: int = 3) -> dict[str, float]:
