@@ -9,6 +9,7 @@ from a schedule; that only lowers its cost and memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +19,12 @@ from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.execution.simulate import Timeline, simulate
 from solver.optimize.miqp import ArrayModel
 
-__all__ = ["schedule_from_values", "values_from_schedule", "without_resident_recomputes"]
+__all__ = [
+    "schedule_from_values",
+    "values_from_schedule",
+    "encode_stages",
+    "without_resident_recomputes",
+]
 
 
 def schedule_from_values(model: ArrayModel, values: np.ndarray, info: SolverInfo) -> Schedule:
@@ -72,6 +78,21 @@ def values_from_schedule(
 ) -> np.ndarray | None:
     """Column values encoding a valid schedule, or ``None`` if the model cannot express it
     (an operation on a device the model excludes, or a resident tensor recomputed)."""
+    x = encode_stages(model, schedule, timeline)
+    if x is not None:
+        _fill_memory(model, x)
+    return x
+
+
+def encode_stages(
+    model: ArrayModel,
+    schedule: Schedule,
+    timeline: Timeline,
+    on_stage: Callable[[np.ndarray, int, Stage], None] | None = None,
+) -> np.ndarray | None:
+    """``R``, ``X``, ``S`` and ``F`` of a schedule (``U`` is left to the caller), or ``None``
+    if the model cannot express it. ``on_stage(x, t, stage)`` sets the columns a model adds
+    per stage (the offloading model's copies), inside the same check."""
     g = model.graph
     dev = g.device_index
     x = np.zeros(model.program.num_cols)
@@ -88,18 +109,19 @@ def values_from_schedule(
                 for device, kept in stage.keep.items():
                     for node in kept:
                         x[model.S[dev[device], t + 1, g.index[node]]] = 1.0
+            if on_stage is not None:
+                on_stage(x, t, stage)
         for event in timeline.ops:
             k = g.index[event.node]
             for device, tensor in event.freed:
                 edge = g.edge_number.get((g.index[tensor], k))
                 if edge is not None:
                     x[model.F[dev[device], event.stage, edge]] = 1.0
-    except KeyError:
+    except (KeyError, IndexError):
         return None
-    for (d, t, i), s in model.S.items():
-        if x[s] > 0.5 and x[model.R[d, t, i]] > 0.5:
+    for key, column in model.S.items():  # kept and recomputed: not the model's (see above)
+        if x[column] > 0.5 and key in model.R and x[model.R[key]] > 0.5:
             return None
-    _fill_memory(model, x)
     return x
 
 

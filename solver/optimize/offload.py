@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from solver.document.graph import Graph
-from solver.document.schedule import Schedule, SolverInfo
+from solver.document.schedule import Schedule, SolverInfo, Stage
 from solver.execution.simulate import Timeline, offload_ms, simulate
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
 from solver.optimize.miqp import (
@@ -58,7 +58,7 @@ from solver.optimize.miqp import (
     fits_on,
     memory_units,
 )
-from solver.optimize.miqp_schedule import schedule_from_values
+from solver.optimize.miqp_schedule import encode_stages, schedule_from_values
 from solver.status import Progress, SolveStatus
 
 if TYPE_CHECKING:
@@ -296,38 +296,18 @@ def values_from_offload_schedule(
     ``O`` per copy, ``H`` where a tensor is kept into the next stage or sent, and ``U`` by
     its recurrence. Used for MIP starts and to fix the incumbent in the neighbourhood search.
     """
-    g = model.graph
-    dev = g.device_index
-    x = np.zeros(model.program.num_cols)
-    try:
-        for t, stage in enumerate(schedule.stages):
-            for op in stage.ops:
-                d, k = dev[op.device], g.index[op.node]
-                x[model.R[d, t, k]] = 1.0
-                for source_id, source in op.inputs.items():
-                    if source != op.device:
-                        e = g.edge_number[g.index[source_id], k]
-                        x[model.X[dev[source], d, t, e]] = 1.0
-            if t + 1 < g.n:
-                for device, kept in stage.keep.items():
-                    for node in kept:
-                        x[model.S[dev[device], t + 1, g.index[node]]] = 1.0
-            for node, source, target in stage.offload_copies():
-                i = g.index[node]
-                x[model.O[dev[source], dev[target], t, i]] = 1.0
-                if (dev[source], t, i) in model.H:
-                    x[model.H[dev[source], t, i]] = 1.0
-        for event in timeline.ops:
-            k = g.index[event.node]
-            for device, tensor in event.freed:
-                edge = g.edge_number.get((g.index[tensor], k))
-                if edge is not None:
-                    x[model.F[dev[device], event.stage, edge]] = 1.0
-    except (KeyError, IndexError):
+    dev, index = model.graph.device_index, model.graph.index
+
+    def copies(x: np.ndarray, t: int, stage: Stage) -> None:
+        for node, source, target in stage.offload_copies():
+            i = index[node]
+            x[model.O[dev[source], dev[target], t, i]] = 1.0
+            if (dev[source], t, i) in model.H:
+                x[model.H[dev[source], t, i]] = 1.0
+
+    x = encode_stages(model, schedule, timeline, copies)
+    if x is None:
         return None
-    for key, column in model.S.items():
-        if x[column] > 0.5 and key in model.R and x[model.R[key]] > 0.5:
-            return None
     for (d, t, i), h in model.H.items():
         if (d, t + 1, i) in model.S:
             x[h] = max(x[h], x[model.S[d, t + 1, i]])
