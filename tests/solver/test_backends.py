@@ -405,7 +405,12 @@ def test_cbc_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
     )
     try:
         pid = int(parent.stdout.readline())
-        os.kill(pid, 0)  # the stand-in solver runs
+        # setpriv arms PR_SET_PDEATHSIG only once it runs, then execs the solver: a parent
+        # killed before that (a loaded CI machine) leaves nothing armed, so wait for the exec
+        armed = time.monotonic() + 10
+        while Path(f"/proc/{pid}/comm").read_text().strip() != "sleep":
+            assert time.monotonic() < armed, "setpriv never started the stand-in solver"
+            time.sleep(0.01)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
         deadline = time.monotonic() + 5
