@@ -1,0 +1,16 @@
+"""The percentage beside a memory slider: what it says for budgets far above the peak."""
+
+from __future__ import annotations
+
+from app.panels.devices import _percent_text
+
+
+def test_percent_of_peak_within_ten_times_the_peak() -> None:
+    assert _percent_text(60, 100, 0, False) == "<b>60 %</b> of peak"
+    assert _percent_text(250, 100, 0, False) == "<b>250 %</b> of peak · no remat"
+
+
+def test_a_host_far_above_the_peak_reads_as_a_multiple() -> None:
+    # an imported model's 64 GiB host against a 2.0 MiB peak read "3230133 % of peak"
+    text = _percent_text(64 * 2**30, 2_077_696, 0, False)
+    assert text == "<b>33,075\u00d7</b> the peak · no remat"
