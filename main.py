@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {"solve", "check", "sweep", "results", "examples", "import-torch", "execute"}
+COMMANDS = {
+    "solve",
+    "check",
+    "sweep",
+    "results",
+    "examples",
+    "import-torch",
+    "import-onnx",
+    "execute",
+}
 COMMANDS |= {"-h", "--help"}
 
 

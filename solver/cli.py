@@ -415,6 +415,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         epilog="Also: main.py import-torch MODULE:CLASS --input 32x3x224x224 [-o FILE] imports a "
         "PyTorch module as a training graph (needs the torch extra; see its --help); "
+        "main.py import-onnx FILE.onnx [-o FILE] imports an ONNX file (needs the onnx extra); "
         "main.py execute MODULE:CLASS --input SHAPE --schedule FILE runs a schedule for real.",
         prog="main.py",
         description="XEngine Studio: tensor "
@@ -506,6 +507,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from solver.importers.cli import import_torch_command
 
         return import_torch_command(argv[1:])
+    if argv and argv[0] == "import-onnx":
+        from solver.importers.onnx_cli import import_onnx_command
+
+        return import_onnx_command(argv[1:])
     if argv and argv[0] == "execute":
         from solver.importers.execute_cli import execute_command
 

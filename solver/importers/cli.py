@@ -27,7 +27,7 @@ from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
 from solver.importers.usage import OneLineParser
 
-__all__ = ["import_torch_command", "parse_shape", "parse_input"]
+__all__ = ["add_platform_arguments", "import_torch_command", "parse_shape", "parse_input"]
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -110,6 +110,14 @@ def _parser() -> argparse.ArgumentParser:
         help="roofline from published specs (default), or measure the cpu "
         "device's ops on this machine",
     )
+    add_platform_arguments(parser)
+    parser.add_argument("--name", help="graph name (default: the class name)")
+    return parser
+
+
+def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cpu``, ``--gpu`` and ``--link``: the published specs the roofline costs come from
+    (shared by ``import-torch`` and ``import-onnx``, so both name the same choices)."""
     parser.add_argument(
         "--cpu",
         choices=sorted(k for k, d in DEVICES.items() if d.kind == "cpu"),
@@ -123,8 +131,6 @@ def _parser() -> argparse.ArgumentParser:
         help="spec of device 'gpu'",
     )
     parser.add_argument("--link", choices=sorted(LINKS), default="pcie4-x16")
-    parser.add_argument("--name", help="graph name (default: the class name)")
-    return parser
 
 
 def import_torch_command(argv: list[str]) -> int:
