@@ -71,7 +71,10 @@ class Link:
 class Node:
     """An operator: the bytes of its output and its compute time (ms) per device name.
 
-    A device missing from ``cost`` cannot run the node.
+    A device missing from ``cost`` cannot run the node. ``workspace`` is the bytes the
+    operator needs only while it runs (intermediates freed inside it): counted on its device
+    during each run, never kept, copied or freed by the schedule (docs/spec-notes.md,
+    "Workspace memory").
     """
 
     id: str
@@ -83,6 +86,7 @@ class Node:
     flops: float | None = None
     bytes_accessed: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    workspace: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,11 @@ class Graph:
     def memory(self) -> np.ndarray:
         """Output bytes ``M_i`` per node (int64)."""
         return np.array([node.memory for node in self.nodes], dtype=np.int64)
+
+    @cached_property
+    def workspace(self) -> np.ndarray:
+        """Workspace bytes ``W_i`` per node (int64): in use on its device only while it runs."""
+        return np.array([node.workspace for node in self.nodes], dtype=np.int64)
 
     @cached_property
     def cost(self) -> np.ndarray:
@@ -402,6 +411,20 @@ def _check_devices(devices: tuple[Device, ...], links: tuple[Link, ...]) -> None
             )
 
 
+def _check_workspace(value: object, where: str) -> None:
+    """A node's workspace is a whole number of bytes >= 0 (the file reader parses units)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise GraphFormatError(
+            f"{value!r} is not a whole number of bytes",
+            where=f"{where}, field 'workspace'",
+            fix="give bytes >= 0 as an integer or a size such as '4 MiB'",
+        )
+    if value < 0:
+        raise GraphFormatError(
+            f"{value} is negative", where=f"{where}, field 'workspace'", fix="sizes must be >= 0"
+        )
+
+
 def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
     seen: set[str] = set()
     for node in nodes:
@@ -417,6 +440,7 @@ def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
                 where=f"{where}, field 'memory'",
                 fix="sizes must be >= 0",
             )
+        _check_workspace(node.workspace, where)
         if node.kind not in NODE_KINDS:
             raise GraphFormatError(
                 f"unknown kind {node.kind!r}",

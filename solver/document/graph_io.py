@@ -27,7 +27,18 @@ from solver.errors import GraphFormatError
 __all__ = ["GRAPH_FORMAT", "graph_from_dict", "graph_to_dict", "load_graph", "save_graph"]
 
 GRAPH_FORMAT = "remat-graph"
-_NODE_FIELDS = {"id", "op", "kind", "of", "memory", "cost", "inputs", "flops", "bytes_accessed"}
+_NODE_FIELDS = {
+    "id",
+    "op",
+    "kind",
+    "of",
+    "memory",
+    "workspace",
+    "cost",
+    "inputs",
+    "flops",
+    "bytes_accessed",
+}
 _GRAPH_FIELDS = {"format", "version", "name", "devices", "links", "nodes", "edges", "meta"}
 
 
@@ -83,7 +94,7 @@ def _graph_from_dict(doc: Any) -> Graph:
     edges.extend(_edge(x, i) for i, x in enumerate(get_field(doc, "edges", "top level", list, [])))
     meta = object_field(doc.get("meta", {}), "field 'meta'")
     name = get_field(doc, "name", "top level", str, "untitled")
-    total = sum(node.memory for node in nodes)
+    total = sum(node.memory + node.workspace for node in nodes)
     if total > MAX_SIZE:
         raise field_error(
             f"the node sizes add up to {total} bytes",
@@ -136,6 +147,9 @@ def _node(raw: Any, i: int, devices: list[Device]) -> tuple[Node, list[str], lis
     memory = size_field(
         get_field(raw, "memory", where, (int, float, str)), f"{where}, field 'memory'"
     )
+    workspace = size_field(
+        get_field(raw, "workspace", where, (int, float, str), 0), f"{where}, field 'workspace'"
+    )
     kind = get_field(raw, "kind", where, str, "other")
     if kind not in NODE_KINDS:
         raise field_error(
@@ -167,6 +181,7 @@ def _node(raw: Any, i: int, devices: list[Device]) -> tuple[Node, list[str], lis
         flops=flops,
         bytes_accessed=bytes_accessed,
         extra=extra,
+        workspace=workspace,
     )
     return node, inputs, []
 
@@ -241,6 +256,8 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
         if node.of:
             entry["of"] = node.of
         entry["memory"] = node.memory
+        if node.workspace:  # omitted when 0: files without workspaces save as before
+            entry["workspace"] = node.workspace
         entry["cost"] = dict(node.cost)
         inputs = [graph.nodes[j].id for j in graph.inputs[i]]
         if inputs:

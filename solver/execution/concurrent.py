@@ -20,7 +20,8 @@ When a tensor occupies memory
 An instance occupies its bytes on its device from the *start* of the task that produces it
 (the op, or the copy) until the *end* of the last task that reads it (an op reading it locally,
 a copy reading it as its source, or, for a copy, the op it was made for); an instance that nothing
-reads is released at the end of its producer. Nothing else counts: a checkpoint kept across
+reads is released at the end of its producer. An op's workspace (the node's transient bytes)
+occupies its device from the op's start to its end. Nothing else counts: a checkpoint kept across
 stages is an instance with readers in later stages, and a kept tensor that is never read again
 is released when its producer or last reader ends (earlier than in the serial replay, which
 holds it until a stage does not keep it).
@@ -34,8 +35,8 @@ A task starts at the earliest instant at which all of the following hold:
 3. it keeps the schedule's order: tasks that allocate memory on the same device (the ops on that
    device and the copies into it) start in the order of the serial replay, so the order per
    device and per link is the schedule's;
-4. its bytes fit: memory in use on its device plus its new instance stays within the budget
-   (otherwise it waits for releases: delay rather than overflow).
+4. its bytes fit: memory in use on its device plus its new instance (and an op's workspace)
+   stays within the budget (otherwise it waits for releases: delay rather than overflow).
 
 Tasks start as soon as they can (an event simulation over task ends). Because tasks start in
 serial order per device, the serial replay itself is one admissible layout: by induction over
@@ -248,6 +249,11 @@ class _Layout:
         self.graph, self.tasks = graph, tasks
         count = len(tasks.kind)
         self.size = [int(graph.memory[i]) for i in tasks.tensor]
+        self.workspace = [
+            int(graph.workspace[i]) if kind == "op" else 0
+            for kind, i in zip(tasks.kind, tasks.tensor, strict=True)
+        ]
+        self.running_workspace = [0] * graph.num_devices
         self.budget = [int(b) for b in graph.activation_budgets]
         self.pending = [1] * count  # the producer, then one per reader
         for reads in tasks.reads:
@@ -268,7 +274,7 @@ class _Layout:
         self.freed: list[list[tuple[int, int]]] = [[] for _ in range(count)]
         self.used = [0] * graph.num_devices
         self.resident: list[dict[int, int]] = [{} for _ in graph.devices]  # instance -> tensor
-        self.steps: list[list] = [[(0.0, 0, ())] for _ in graph.devices]
+        self.steps: list[list] = [[(0.0, 0, (), 0)] for _ in graph.devices]
         self.running: list[tuple[float, int]] = []
         self.now = 0.0
 
@@ -285,7 +291,12 @@ class _Layout:
                 done += 1
 
     def _record(self, d: int) -> None:
-        entry = (self.now, self.used[d], tuple(sorted(self.resident[d].values())))
+        entry = (
+            self.now,
+            self.used[d],
+            tuple(sorted(self.resident[d].values())),
+            self.running_workspace[d],
+        )
         if self.steps[d][-1][0] == self.now:
             self.steps[d][-1] = entry
         else:
@@ -296,7 +307,7 @@ class _Layout:
         return (
             self.resource[j] not in self.busy
             and all(self.ended[inst] for inst in self.tasks.reads[j])
-            and self.used[d] + self.size[j] <= self.budget[d]
+            and self.used[d] + self.size[j] + self.workspace[j] <= self.budget[d]
         )
 
     def _start_ready(self) -> bool:
@@ -307,7 +318,8 @@ class _Layout:
                 j = queue[self.head[d]]
                 self.head[d] += 1
                 self.busy.add(self.resource[j])
-                self.used[d] += self.size[j]
+                self.used[d] += self.size[j] + self.workspace[j]
+                self.running_workspace[d] += self.workspace[j]
                 self.resident[d][j] = self.tasks.tensor[j]
                 self._record(d)
                 self.starts[j], self.memory_at_start[j] = self.now, self.used[d]
@@ -319,6 +331,11 @@ class _Layout:
     def _finish(self, j: int) -> None:
         self.ended[j] = True
         self.busy.discard(self.resource[j])
+        if self.workspace[j]:  # released when its op ends
+            d = self.tasks.device[j]
+            self.used[d] -= self.workspace[j]
+            self.running_workspace[d] -= self.workspace[j]
+            self._record(d)
         for inst in (*self.tasks.reads[j], j):
             self.pending[inst] -= 1
             if self.pending[inst] == 0:
@@ -333,9 +350,10 @@ class _Layout:
         for d, queue in enumerate(self.queues):
             if self.head[d] < len(queue):
                 j = queue[self.head[d]]
+                need = self.size[j] + self.workspace[j]
                 waiting.append(
                     f"{tasks.kind[j]} of {g.nodes[tasks.tensor[j]].id} (stage {tasks.stage[j]}) "
-                    f"on {g.devices[d].name} needs {self.size[j]} more bytes with "
+                    f"on {g.devices[d].name} needs {need} more bytes with "
                     f"{self.used[d]} of {g.activation_budgets[d]} in use"
                 )
         return ScheduleViolation(
@@ -370,6 +388,7 @@ def _timeline(graph: Graph, tasks: _Tasks, starts, ends, memory_at_start, freed,
                 node.kind,
                 memory_at_start[j],
                 released,
+                int(g.workspace[tasks.tensor[j]]),
             )
             ops.append(event)
         else:
@@ -403,4 +422,5 @@ def _curve(graph: Graph, device: str, history: Sequence) -> MemoryCurve:
         np.array([h[0] for h in history], dtype=float),
         np.array([h[1] for h in history], dtype=np.int64),
         tuple(tuple(graph.nodes[i].id for i in h[2]) for h in history),
+        np.array([h[3] for h in history], dtype=np.int64),
     )

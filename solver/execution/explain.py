@@ -225,6 +225,8 @@ def _explain(graph: Graph, schedule: Schedule, timeline: Timeline, index: int, t
     ]
     if parts:
         text += ", copying " + _join(parts)
+    if event.workspace:
+        text += f", with a workspace of {format_size(event.workspace)} while it runs"
     if event.recompute:
         text += " — " + _why_recompute(graph, timeline, index, trace)
     return text
@@ -246,11 +248,12 @@ def _why_recompute(graph: Graph, timeline: Timeline, index: int, trace: _Trace) 
     pressure = _pressure(graph, timeline, event, device, trace.dropped_at[event.node])
     if pressure is None:
         return freed
-    need, budget, when = pressure
-    return (
+    need, budget, when, binding = pressure
+    text = (
         f"{freed}, to stay under {format_size(budget)}; keeping it would need "
         f"{format_size(need)} in stage {when}"
     )
+    return text + binding
 
 
 def _resident_elsewhere(graph: Graph, event: OpEvent, source: str) -> str:
@@ -271,9 +274,12 @@ def _resident_elsewhere(graph: Graph, event: OpEvent, source: str) -> str:
 
 def _pressure(
     graph: Graph, timeline: Timeline, event: OpEvent, device: str, since: float
-) -> tuple[int, int, int] | None:
+) -> tuple[int, int, int, str] | None:
     """Peak need if the tensor had stayed on ``device`` from ``since`` until ``event``, when it
-    breaks the budget: ``(bytes needed, budget, stage of the peak)``; otherwise ``None``."""
+    breaks the budget: ``(bytes needed, budget, stage of the peak, what binds)``, the last a
+    clause naming the workspace of the operation running at the peak when there is one (the
+    bytes that bind are then that operation's transient memory, not a tensor); otherwise
+    ``None``."""
     curve = timeline.memory[device]
     first = max(int(np.searchsorted(curve.times, since, side="right")) - 1, 0)
     last = int(np.searchsorted(curve.times, event.start, side="left"))
@@ -285,7 +291,14 @@ def _pressure(
     budget = int(timeline.activation_budgets[device])
     if need <= budget:
         return None
-    return need, budget, _stage_at(timeline, float(curve.times[j]))
+    time = float(curve.times[j])
+    binding = ""
+    workspace = int(curve.workspace[j])
+    if workspace:
+        starting = [op.node for op in timeline.ops if op.device == device and op.start == time]
+        running = starting[-1] if starting else ""  # the step's last writer
+        binding = f", {format_size(workspace)} of it the workspace of {running or 'an operation'}"
+    return need, budget, _stage_at(timeline, time), binding
 
 
 def _stage_at(timeline: Timeline, time: float) -> int:

@@ -31,7 +31,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class OpEvent:
-    """One operation as it ran: times in ms, ``memory`` = bytes in use on its device meanwhile."""
+    """One operation as it ran: times in ms, ``memory`` = bytes in use on its device meanwhile
+    (its ``workspace`` included: the node's transient bytes, released when it ends)."""
 
     stage: int
     node: str
@@ -43,6 +44,8 @@ class OpEvent:
     memory: int
     freed: tuple[tuple[str, str], ...] = ()
     """``(device, tensor)`` pairs released right after this operation."""
+    workspace: int = 0
+    """Workspace bytes of the node (part of ``memory``), in use only while it runs."""
 
     @property
     def duration(self) -> float:
@@ -68,12 +71,19 @@ class TransferEvent:
 @dataclass(frozen=True)
 class MemoryCurve:
     """Memory in use on one device as a step function: ``bytes[j]`` holds on
-    ``[times[j], times[j+1])``; ``resident[j]`` names the tensors making it up."""
+    ``[times[j], times[j+1])``; ``resident[j]`` names the tensors making it up, and
+    ``workspace[j]`` (part of ``bytes[j]``) the workspace of the operation running then, which
+    is no tensor: ``bytes[j]`` is the sum of the resident tensors' sizes plus ``workspace[j]``."""
 
     device: str
     times: np.ndarray
     bytes: np.ndarray
     resident: tuple[tuple[str, ...], ...]
+    workspace: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        if len(self.workspace) != len(self.bytes):  # built without workspaces: all zero
+            object.__setattr__(self, "workspace", np.zeros(len(self.bytes), dtype=np.int64))
 
     def at(self, time: float) -> tuple[int, tuple[str, ...]]:
         """Bytes in use and resident tensors at ``time`` (the latest step starting there)."""
@@ -218,23 +228,25 @@ class _Replay:
     live: dict[str, set[int]] = field(default_factory=dict)
     ops: list[OpEvent] = field(default_factory=list)
     transfers: list[TransferEvent] = field(default_factory=list)
-    steps: dict[str, list[tuple[float, int, tuple[str, ...]]]] = field(default_factory=dict)
+    steps: dict[str, list[tuple[float, int, tuple[str, ...], int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for d in self.graph.devices:
             self.live[d.name] = set()
-            self.steps[d.name] = [(0.0, 0, ())]
+            self.steps[d.name] = [(0.0, 0, (), 0)]
 
     # ----- bookkeeping ---------------------------------------------------------------------
-    def _record(self, device: str, extra: tuple[int, ...] = ()) -> int:
+    def _record(self, device: str, extra: tuple[int, ...] = (), workspace: int = 0) -> int:
+        """Record the memory in use on ``device`` from now on: the resident tensors, the
+        ``extra`` ones (an operation's output and copied inputs) and a running workspace."""
         ids = sorted(self.live[device]) + list(extra)
-        used = int(sum(int(self.graph.memory[i]) for i in ids))
+        used = int(sum(int(self.graph.memory[i]) for i in ids)) + workspace
         names = tuple(self.graph.nodes[i].id for i in ids)
         history = self.steps[device]
         if history and history[-1][0] == self.now:
-            history[-1] = (self.now, used, names)
+            history[-1] = (self.now, used, names, workspace)
         else:
-            history.append((self.now, used, names))
+            history.append((self.now, used, names, workspace))
         return used
 
     def timeline(self, violation: ScheduleViolation | None) -> Timeline:
@@ -242,7 +254,10 @@ class _Replay:
         for name, history in self.steps.items():
             times = np.array([h[0] for h in history] + [self.now], dtype=float)
             used = np.array([h[1] for h in history], dtype=np.int64)
-            memory[name] = MemoryCurve(name, times[:-1], used, tuple(h[2] for h in history))
+            workspace = np.array([h[3] for h in history], dtype=np.int64)
+            memory[name] = MemoryCurve(
+                name, times[:-1], used, tuple(h[2] for h in history), workspace
+            )
         return Timeline(
             graph=self.graph.name,
             devices=tuple(d.name for d in self.graph.devices),
@@ -424,19 +439,30 @@ class _Replay:
         d = op.device
         copies = self._transfer_inputs(t, k, op)
         transient = tuple(i for i, _ in copies) + (k,)
-        used = self._record(d, transient)
+        workspace = int(g.workspace[k])
+        used = self._record(d, transient, workspace)
         budget = g.device(d).activation_budget
         if used > budget:
+            resident = used - workspace - sum(int(g.memory[i]) for i in transient)
+            parts = (
+                f"resident {resident}, output {int(g.memory[k])}, "
+                f"copied inputs {sum(int(g.memory[i]) for i, _ in copies)}"
+            )
+            numbers = {"used": used, "budget": budget}
+            blame = ""
+            if workspace:
+                parts += f", workspace {workspace}"
+                numbers["workspace"] = workspace
+                if used - workspace <= budget:
+                    blame = f"; without its workspace it would fit ({used - workspace} bytes)"
             raise _violation(
                 "memory",
-                f"{op.node} on {d} needs {used} bytes in memory (resident "
-                f"{used - sum(int(g.memory[i]) for i in transient)}, output {int(g.memory[k])}, "
-                f"copied inputs {sum(int(g.memory[i]) for i, _ in copies)}) but the budget is "
-                f"{budget}",
+                f"{op.node} on {d} needs {used} bytes in memory ({parts}) but the budget is "
+                f"{budget}{blame}",
                 stage=t,
                 node=op.node,
                 device=d,
-                numbers={"used": used, "budget": budget},
+                numbers=numbers,
             )
         duration = float(g.cost[g.device_index[d], k])
         self.now += duration
@@ -458,6 +484,7 @@ class _Replay:
                 g.nodes[k].kind,
                 used,
                 tuple(freed),
+                workspace,
             )
         )
         for device in {d, *(s for s, _ in freed)}:

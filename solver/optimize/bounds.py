@@ -20,8 +20,10 @@ __all__ = [
 
 
 def node_requirement(graph: Graph, k: int) -> int:
-    """Bytes any device needs to run node ``k``: its output plus all its inputs."""
-    return int(graph.memory[k] + sum(int(graph.memory[i]) for i in graph.inputs[k]))
+    """Bytes any device needs to run node ``k``: its output, all its inputs and its
+    workspace (``M_k + sum M_i + W_k``, model.md §4 with docs/spec-notes.md's workspace)."""
+    inputs = sum(int(graph.memory[i]) for i in graph.inputs[k])
+    return int(graph.memory[k]) + inputs + int(graph.workspace[k])
 
 
 def lower_bound(graph: Graph, device: str | None = None) -> int:
@@ -48,8 +50,9 @@ def lower_bound(graph: Graph, device: str | None = None) -> int:
 def no_remat_peak(graph: Graph) -> int:
     """Peak activation memory when every tensor is kept until its last use, on one device.
 
-    This is the memory of the checkpoint-all schedule (no recomputation, no transfers); a
-    budget at or above it never needs rematerialization. Budgets given as a percentage refer
+    This is the memory of the checkpoint-all schedule (no recomputation, no transfers; each
+    node's workspace counted while it runs); a budget at or above it never needs
+    rematerialization. Budgets given as a percentage refer
     to it.
 
     Examples
@@ -62,7 +65,8 @@ def no_remat_peak(graph: Graph) -> int:
     live: set[int] = set()
     peak = 0
     for k in range(graph.n):
-        peak = max(peak, int(sum(int(graph.memory[i]) for i in live) + graph.memory[k]))
+        running = int(graph.memory[k]) + int(graph.workspace[k])
+        peak = max(peak, int(sum(int(graph.memory[i]) for i in live)) + running)
         live.add(k)
         live = {i for i in live if last_use[i] > k}
     return peak
@@ -71,9 +75,10 @@ def no_remat_peak(graph: Graph) -> int:
 def explain_infeasible(graph: Graph) -> str | None:
     """Say why the budgets admit no schedule, when a cheap necessary condition shows it.
 
-    Node ``k`` runs on some device with its output and all its inputs in memory, so at least
-    one device that can run it needs a budget of ``M_k + sum(M_i)`` (model.md §4). Returns
-    ``None`` when every node fits somewhere.
+    Node ``k`` runs on some device with its output, all its inputs and its workspace in
+    memory, so at least one device that can run it needs a budget of ``M_k + sum(M_i) + W_k``
+    (model.md §4; docs/spec-notes.md, "Workspace memory"). Returns ``None`` when every node
+    fits somewhere.
     """
     problems = []
     for k in range(graph.n):
@@ -81,9 +86,15 @@ def explain_infeasible(graph: Graph) -> str | None:
         able = [d for j, d in enumerate(graph.devices) if not math.isnan(graph.cost[j, k])]
         if all(d.activation_budget < need for d in able):
             have = ", ".join(f"{d.name} {format_size(d.activation_budget)}" for d in able)
+            workspace = int(graph.workspace[k])
+            parts = "its output and inputs"
+            if workspace:
+                parts = f"its output and inputs, and a workspace of {format_size(workspace)}"
+                if any(d.activation_budget >= need - workspace for d in able):
+                    parts += ", without which it would fit"
             problems.append(
-                f"node '{graph.nodes[k].id}' needs {format_size(need)} ({need} bytes: its output "
-                f"and inputs) on one device, but the devices that can run it have {have}"
+                f"node '{graph.nodes[k].id}' needs {format_size(need)} ({need} bytes: {parts}) "
+                f"on one device, but the devices that can run it have {have}"
             )
     if not problems:
         return None

@@ -18,6 +18,7 @@ from solver.optimize.baselines import (
     chen_greedy_candidates,
     schedule_with_checkpoints,
 )
+from solver.optimize.bounds import node_requirement
 
 __all__ = [
     "greedy_heterogeneous",
@@ -45,11 +46,14 @@ def greedy_heterogeneous(graph: Graph) -> BaselineResult:
     for t in range(graph.n):
         choice = _cheapest_fitting(graph, t, holders, used)
         if choice is None:
-            need = int(graph.memory[t])
+            need = int(graph.memory[t]) + int(graph.workspace[t])
+            what = (
+                "bytes with its workspace, and inputs" if graph.workspace[t] else "bytes and inputs"
+            )
             return BaselineResult(
                 None,
                 None,
-                f"greedy: no device has room for {graph.nodes[t].id} ({need} bytes and inputs)",
+                f"greedy: no device has room for {graph.nodes[t].id} ({need} {what})",
             )
         d = choice
         inputs = {
@@ -85,7 +89,8 @@ def _cheapest_fitting(graph: Graph, t: int, holders: dict[int, int], used: list[
             if holders[i] != d:
                 cost += float(graph.transfer[graph.edge_number[i, t], holders[i], d])
                 copies += int(graph.memory[i])
-        if used[d] + int(graph.memory[t]) + copies <= device.activation_budget and cost < best_cost:
+        running = int(graph.memory[t]) + int(graph.workspace[t]) + copies
+        if used[d] + running <= device.activation_budget and cost < best_cost:
             best, best_cost = d, cost
     return best
 
@@ -94,7 +99,7 @@ def cheapest_placement(graph: Graph) -> list[str] | None:
     """Each node on its cheapest device among those that can hold it with all its inputs."""
     placement = []
     for k in range(graph.n):
-        need = int(graph.memory[k]) + sum(int(graph.memory[i]) for i in graph.inputs[k])
+        need = node_requirement(graph, k)
         able = [
             (float(graph.cost[d, k]), device.name)
             for d, device in enumerate(graph.devices)
@@ -140,7 +145,7 @@ def _move_off(graph: Graph, placement: list[str], violations) -> bool:
         return False
     worst = max(memory, key=lambda v: v.stage)
     k = graph.index[worst.node]
-    need = int(graph.memory[k]) + sum(int(graph.memory[i]) for i in graph.inputs[k])
+    need = node_requirement(graph, k)
     others = [
         (float(graph.cost[d, k]), device.name)
         for d, device in enumerate(graph.devices)

@@ -15,6 +15,9 @@ exact in bytes (docs/spec-notes.md, "The solved formulation"):
   a cost such as 1e308 never reaches the backend, whose tolerances it would swamp.
 - **Memory as the recurrence** ``U[d,t,k] = U[d,t,k-1] + M_k R[d,t,k] - frees after k-1``
   (model.md §3 states both forms): O(n^2) coefficients instead of O(n^3).
+- **Workspaces** (docs/spec-notes.md, "Workspace memory"): node ``k``'s transient bytes
+  ``W_k`` enter the budget row of ``(d, t, k)`` alone, as ``W_k R[d,t,k]``; the recurrence
+  never carries them to ``k+1``. With every ``W = 0`` the model is the one without them.
 - **Memory rows in whole units**: each device's sizes and budget are divided by a unit of
   their own, exact where they share a divisor that keeps the budget below 10^6 units; else
   rounded either way, as :func:`memory_units` explains, and :mod:`solver.optimize.solve` confirms or
@@ -101,6 +104,9 @@ class MemoryUnits:
     exact: np.ndarray
     rounding: str = "relaxed"
     cap: int = 0
+    workspace: np.ndarray | None = None
+    """Workspace ``W_k`` per device and node in the device's units, rounded like ``sizes``
+    (all zero when the graph has none)."""
 
     @property
     def all_exact(self) -> bool:
@@ -113,9 +119,13 @@ class MemoryUnits:
 
 def unbounded_memory(graph: Graph) -> int:
     """Memory no schedule of the solved model can exceed on one device: every tensor resident
-    once (``R + S <= 1``) plus the largest set of copied inputs of one operation."""
+    once (``R + S <= 1``) plus the largest set of copied inputs and workspace of one
+    operation."""
     sizes = [int(m) for m in graph.memory]
-    inputs = max((sum(sizes[i] for i in graph.inputs[k]) for k in range(graph.n)), default=0)
+    work = [int(w) for w in graph.workspace]
+    inputs = max(
+        (sum(sizes[i] for i in graph.inputs[k]) + work[k] for k in range(graph.n)), default=0
+    )
     return sum(sizes) + inputs + 1
 
 
@@ -141,25 +151,29 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
     if rounding not in ("relaxed", "safe"):
         raise ValueError(f"rounding must be 'relaxed' or 'safe'; got {rounding!r}")
     sizes = [int(m) for m in graph.memory]
+    work = [int(w) for w in graph.workspace]
     cap = unbounded_memory(graph)
-    # Every memory sum is a multiple of the sizes' gcd, so a budget rounded down to one is
-    # the same constraint: the gcd of the sizes alone is an exact unit.
+    # Every memory sum is a multiple of the gcd of the sizes and workspaces, so a budget
+    # rounded down to one is the same constraint: that gcd alone is an exact unit.
     divisor = 0
-    for value in sizes:
+    for value in (*sizes, *work):
         divisor = gcd(divisor, value)
     divisor = max(divisor, 1)
-    units, scaled, rhs, budgets, exact = [], [], [], [], []
+    units, scaled, scaled_work, rhs, budgets, exact = [], [], [], [], [], []
     for raw in graph.activation_budgets:
         budget = min(int(raw), cap)  # at the cap, memory never binds: no rows at all
         if budget >= cap or budget // divisor <= MAX_ROW_UNITS:
-            unit, row, limit = float(divisor), [m // divisor for m in sizes], budget // divisor
+            unit, limit = float(divisor), budget // divisor
+            row, row_work = [m // divisor for m in sizes], [w // divisor for w in work]
         else:
             unit = budget / MAX_ROW_UNITS
             down = rounding == "relaxed"
             row = [_whole(m / unit, up=not down) for m in sizes]
+            row_work = [_whole(w / unit, up=not down) for w in work]
             limit = _whole(budget / unit, up=down)
         units.append(unit)
         scaled.append(row)
+        scaled_work.append(row_work)
         rhs.append(limit + 0.5)
         budgets.append(budget)
         exact.append(unit == float(divisor))
@@ -172,6 +186,7 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
         np.array(exact, dtype=bool),
         rounding,
         cap,
+        np.array(scaled_work, dtype=float).reshape(len(units), n),
     )
 
 
@@ -355,7 +370,7 @@ def fits_on(model: ArrayModel, d: int, k: int) -> bool:
     g = model.graph
     if math.isnan(g.cost[d, k]) or not affordable(model, float(g.cost[d, k])):
         return False
-    need = int(g.memory[k]) + sum(int(g.memory[i]) for i in g.inputs[k])
+    need = int(g.memory[k]) + sum(int(g.memory[i]) for i in g.inputs[k]) + int(g.workspace[k])
     return need <= int(model.memory.budgets[d])
 
 
@@ -492,7 +507,8 @@ def add_freeing_constraints(model: ArrayModel, b: ModelBuilder) -> None:
 def add_memory_constraints(model: ArrayModel, b: ModelBuilder) -> None:
     """``U[d,t,k] = U[d,t,k'] + M_k R[d,t,k] - sum_{k' <= j < k} sum_{(i,j)} M_i F[d,t,(i,j)]``
     (``k'`` the previous row's node; the first row starts from ``sum_i M_i S[d,t,i]``) and
-    ``U[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] <= B_d``, per device."""
+    ``U[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] + W_k R[d,t,k] <= B_d``, per
+    device; the workspace term only where ``W_k > 0`` (it is not carried to ``k+1``)."""
     g = model.graph
     incoming: list[list[int]] = [[] for _ in range(g.n)]
     for e, (_, k) in enumerate(g.edge_pairs):
@@ -501,6 +517,7 @@ def add_memory_constraints(model: ArrayModel, b: ModelBuilder) -> None:
         if not model.memory.binds(d):
             continue  # a budget no schedule can exceed needs no rows
         size, rhs = model.memory.sizes[d], float(model.memory.rhs[d])
+        work = model.memory.workspace[d] if model.memory.workspace is not None else None
         for t in range(g.n):
             previous: int | None = None
             pending_cols: list[int] = []
@@ -524,6 +541,8 @@ def add_memory_constraints(model: ArrayModel, b: ModelBuilder) -> None:
                         for s in range(g.num_devices)
                         if (s, d, t, e) in model.X
                     ]
+                    if work is not None and work[k] > 0:  # in use while k runs, then released
+                        copies.append((model.R[d, t, k], float(work[k])))
                     b.row([u] + [c for c, _ in copies], [1.0] + [v for _, v in copies], -INF, rhs)
                     previous, pending_cols, pending_vals = u, [], []
                 for e in incoming[k]:

@@ -32,12 +32,13 @@ MAX_MEMORY_UNITS = 10**6
 class ScaledMemory:
     """Tensor sizes and budgets in solver units, one unit per device (see :func:`scale_memory`).
 
-    ``sizes[d, i]`` and ``budgets[d]`` are in units of ``units[d]`` bytes.
+    ``sizes[d, i]``, ``workspace[d, i]`` and ``budgets[d]`` are in units of ``units[d]`` bytes.
     """
 
     units: np.ndarray
     sizes: np.ndarray
     budgets: np.ndarray
+    workspace: np.ndarray | None = None
 
 
 def scale_memory(graph: Graph) -> ScaledMemory:
@@ -58,16 +59,20 @@ def scale_memory(graph: Graph) -> ScaledMemory:
     ([1.0], [[1, 1, 1, 1, 1]], [4])
     """
     sizes = [int(m) for m in graph.memory]
-    cap = max(2 * sum(sizes), 1)
-    rows = [_scale_device(sizes, min(int(b), cap)) for b in graph.activation_budgets]
+    work = [int(w) for w in graph.workspace]
+    n = len(sizes)
+    cap = max(2 * sum(sizes) + max(work, default=0), 1)
+    rows = [_scale_device(sizes + work, min(int(b), cap)) for b in graph.activation_budgets]
     return ScaledMemory(
         np.array([r[0] for r in rows], dtype=float),
-        np.array([r[1] for r in rows], dtype=np.int64).reshape(len(rows), len(sizes)),
+        np.array([r[1][:n] for r in rows], dtype=np.int64).reshape(len(rows), n),
         np.array([r[2] for r in rows], dtype=np.int64),
+        np.array([r[1][n:] for r in rows], dtype=np.int64).reshape(len(rows), n),
     )
 
 
 def _scale_device(sizes: list[int], budget: int) -> tuple[float, list[int], int]:
+    """One device's unit, its ``sizes`` (tensor sizes, then workspaces) and budget in it."""
     divisor = 0
     for value in [*sizes, budget]:
         divisor = gcd(divisor, value)
@@ -243,12 +248,14 @@ def add_freeing_constraints(model: Model) -> None:
 
 
 def add_memory_constraints(model: Model) -> None:
-    """``P[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] <= B_d`` with
+    """``P[d,t,k] + sum_{(i,k)} sum_{d'} M_i X[d'->d,t,(i,k)] + W_k R[d,t,k] <= B_d`` with
     ``P[d,t,k] = sum_i M_i S[d,t,i] + sum_{j<=k} M_j R[d,t,j]
     - sum_{j<k} sum_{(i,j)} M_i F[d,t,(i,j)]``
-    (memory counted per device, never pooled)."""
+    (memory counted per device, never pooled; the workspace ``W_k`` of docs/spec-notes.md
+    only in the row of ``k``, and only where it is not 0)."""
     g, prob = model.graph, model.prob
     sizes, budget = model.memory.sizes, model.memory.budgets
+    work = model.memory.workspace
     incoming: dict[int, list[int]] = {k: [] for k in range(g.n)}
     for e, (_, k) in enumerate(g.edge_pairs):
         incoming[k].append(e)
@@ -265,6 +272,8 @@ def add_memory_constraints(model: Model) -> None:
                     for s in range(g.num_devices)
                     if (s, d, t, e) in model.X
                 ]
+                if work is not None and (d, t, k) in model.R and work[d, k] > 0:
+                    copies.append(int(work[d, k]) * model.R[d, t, k])
                 if (d, t, k) in model.R:
                     prob += pulp.lpSum(running + copies) <= int(budget[d]), f"memory_{d}_{t}_{k}"
                 running.extend(
