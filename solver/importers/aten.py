@@ -35,12 +35,6 @@ __all__ = ["COSTS", "capture_model", "import_aten", "graph_from_plan", "structur
 logger = logging.getLogger(__name__)
 
 COSTS = ("roofline", "measured")
-#: Cost of a workspace node: it runs nothing, but a cost of zero would let a solver add
-#: pointless recomputations of it (ties); one nanosecond breaks the tie.
-WORKSPACE_MS = 1e-6
-#: Transfer time of a workspace to its node on another device: prohibitive, since a workspace
-#: stands for memory used where the node runs and has no data to move.
-NO_COPY_MS = 1e6
 _HEAVY_NAMES = ("mm", "addmm", "bmm", "convolution")
 
 
@@ -120,9 +114,7 @@ def graph_from_plan(
     for group in plan.groups:
         cost = {}
         for device, spec in platform.devices:
-            if group.workspace_of:
-                cost[device] = WORKSPACE_MS
-            elif measured is not None and spec.kind == "cpu":
+            if measured is not None and spec.kind == "cpu":
                 cost[device] = _round(measured[group.id])
             else:
                 cost[device] = _round(_roofline_ms(RooflineCostModel(spec), group, ops))
@@ -135,8 +127,6 @@ def graph_from_plan(
             extra["shape"] = list(group.shape)
         if group.module:
             extra["module"] = group.module
-        if group.workspace_of:
-            extra = {"workspace_of": group.workspace_of}
         nodes.append(
             Node(
                 id=group.id,
@@ -148,15 +138,11 @@ def graph_from_plan(
                 flops=float(group.flops),
                 bytes_accessed=float(group.bytes_accessed),
                 extra=extra,
+                workspace=int(group.workspace),  # intermediates, in use only while it runs
             )
         )
         sources = dict.fromkeys(plan.owner[v] for v in group.reads)
         edges += [Edge(source, group.id) for source in sources if source != group.id]
-        if group.workspace_of:  # nothing to copy: a copy must never look like an option
-            pairs = [
-                f"{a}->{b}" for a, _ in platform.devices for b, _ in platform.devices if a != b
-            ]
-            edges.append(Edge(group.id, group.workspace_of, dict.fromkeys(pairs, NO_COPY_MS)))
     fixed = 2 * sum(
         int(n.meta["val"].numel()) * n.meta["val"].dtype.itemsize
         for n in capture.gm.graph.nodes
@@ -185,11 +171,11 @@ def graph_from_plan(
 
 
 def structure_hash(graph: Graph) -> str:
-    """A fingerprint of node ids, kinds, memory and edges (not costs): the executor checks a
-    schedule's graph against the imported one with it."""
+    """A fingerprint of node ids, kinds, memory (workspaces where not 0) and edges (not
+    costs): the executor checks a schedule's graph against the imported one with it."""
     text = repr(
         (
-            [(n.id, n.kind, n.memory) for n in graph.nodes],
+            [(n.id, n.kind, n.memory, *[n.workspace][: bool(n.workspace)]) for n in graph.nodes],
             sorted((graph.nodes[i].id, graph.nodes[k].id) for i, k in graph.edge_pairs),
         )
     )
@@ -214,8 +200,6 @@ def _roofline_ms(model: RooflineCostModel, group, ops: Mapping[str, Any]) -> flo
 
 
 def _display_op(group) -> str:
-    if group.workspace_of:
-        return "workspace"
     heavy = [a for a in group.aten if a in _HEAVY_NAMES or "attention" in a]
     parts = heavy or list(group.aten[:1])
     label = "+".join(dict.fromkeys(parts)) or "aten"

@@ -12,8 +12,8 @@ The merged group keeps a readable id: ``loss`` if the loss is in it (the loss no
 node), otherwise its first member's id with the number of others, ``gru.add_1+2.grad`` (a
 backward group keeps the ``.grad`` suffix and the ``of`` of its first member).
 
-:func:`schedule_order` then lists the groups in a topological order with every workspace
-right before its node, the order a schedule that follows the graph runs them in.
+:func:`schedule_order` then lists the groups in a topological order that keeps the grouping's
+order where it can, the order a schedule that follows the graph runs them in.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def condense_cycles(
         Every group id, in the order of its first op (forward groups first): a merged group
         is named after its earliest member.
     taken
-        Further ids the new names must not collide with (e.g. workspace nodes).
+        Further ids the new names must not collide with.
 
     Returns
     -------
@@ -113,28 +113,17 @@ def _name(members: list[str], used: set[str]) -> str:
     return candidate
 
 
-def schedule_order(
-    order: Sequence[str], reads: Mapping[str, Iterable[str]], glued: Mapping[str, str]
-) -> list[str]:
-    """A topological order of the groups that keeps ``order`` where it can, with each glued
-    group (a workspace) right before the group it belongs to (``glued``: workspace -> node).
+def schedule_order(order: Sequence[str], reads: Mapping[str, Iterable[str]]) -> list[str]:
+    """A topological order of the groups that keeps ``order`` where it can (among the groups
+    ready to run, the earliest in ``order`` first).
 
-    A workspace reads nothing, so a plain topological sort of ``order`` may move it far ahead
-    of its node when the node has to move later; a schedule that follows the order then keeps
-    the workspace's bytes resident all that time, bytes the node allocates only while it
-    runs (a 2-layer GRU at op level: 5 KB of a 56 KB predicted peak that no run has).
+    A node's transient bytes are its ``workspace`` (docs/spec-notes.md, "Workspace memory"),
+    not a node of their own, so nothing needs to be glued to its node here any more.
     """
-    position = {gid: j for j, gid in enumerate(g for g in order if g not in glued)}
+    position = {gid: j for j, gid in enumerate(order)}
     graph: nx.DiGraph = nx.DiGraph()
     graph.add_nodes_from(position)
     for target, sources in reads.items():
         if target in position:
             graph.add_edges_from((s, target) for s in sources if s in position and s != target)
-    before: dict[str, list[str]] = {}
-    for workspace, node in glued.items():
-        before.setdefault(node, []).append(workspace)
-    result: list[str] = []
-    for gid in nx.lexicographical_topological_sort(graph, key=position.__getitem__):
-        result += before.get(gid, [])
-        result.append(gid)
-    return result
+    return list(nx.lexicographical_topological_sort(graph, key=position.__getitem__))

@@ -50,7 +50,6 @@ __all__ = [
     "bases",
     "META_ONLY",
     "tensor_inputs",
-    "WORKSPACE",
 ]
 
 LEVELS = ("layer", "op")
@@ -58,10 +57,6 @@ _HEAVY = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "matmu
 #: Ops that read only the shape, dtype and device of their tensor argument (the gradient seed
 #: ``ones_like(loss)``, dropout's ``empty_like``): no edge, nothing saved.
 META_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like"})
-#: Suffix of a workspace node: the bytes a node needs only while it runs (intermediates freed
-#: inside it), as a zero-cost node read by that node alone, so the model frees them right
-#: after it instead of keeping them with its outputs.
-WORKSPACE = ".workspace"
 
 
 @dataclass(frozen=True)
@@ -81,7 +76,9 @@ class OpGroup:
     module: str = ""
     shape: tuple[int, ...] = ()
     aten: tuple[str, ...] = ()
-    workspace_of: str | None = None
+    workspace: int = 0
+    """Bytes the group needs only while it runs beyond its outputs (intermediates freed inside
+    it): the node's ``workspace``, never kept (docs/spec-notes.md, "Workspace memory")."""
 
 
 @dataclass(frozen=True)
@@ -217,9 +214,7 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     forward_group = _merge_write_hazards(nodes, owned, base, _forward_groups(owned, base, level))
     owner = _assign(nodes, owned, base, forward_group)
     condensed = condense_cycles(
-        _group_reads(owned, owner, base),
-        dict.fromkeys(owner[n.name] for n in owned),
-        taken=[f"{g}{WORKSPACE}" for g in set(owner.values())],
+        _group_reads(owned, owner, base), dict.fromkeys(owner[n.name] for n in owned)
     )
     owner = {op: condensed.rename.get(g, g) for op, g in owner.items()}
     output = next(n for n in nodes if n.op == "output")
@@ -227,15 +222,11 @@ def plan_groups(capture: JointCapture, level: str = "layer") -> GroupPlan:
     groups = _build(owned, owner, base, grads, {n.name: n for n in nodes})
     if condensed:
         groups = tuple(
-            replace(g, of=condensed.of[g.workspace_of or g.id])
-            if (g.workspace_of or g.id) in condensed.of
-            else g
-            for g in groups
+            replace(g, of=condensed.of[g.id]) if g.id in condensed.of else g for g in groups
         )
     by_id = {g.id: g for g in groups}
     reads = {g.id: {owner[v] for v in g.reads if v in owner} for g in groups}
-    glued = {g.id: g.workspace_of for g in groups if g.workspace_of}
-    order = schedule_order([g.id for g in groups], reads, glued)
+    order = schedule_order([g.id for g in groups], reads)
     groups = tuple(by_id[gid] for gid in order)
     return GroupPlan(capture, level, groups, owner, tuple(sorted(grads)))
 
@@ -507,17 +498,6 @@ def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
         names = [n.name for n in ops]
         working = working_bytes(names, nodes_by_name, owner, base, gid, set(outputs), grads)
         of = gid.removesuffix(".grad") if kind == "backward" else None
-        if working > kept:  # the loss too: mean(out ** 2)'s squares are freed inside it
-            groups.append(
-                OpGroup(
-                    id=f"{gid}{WORKSPACE}",
-                    kind="forward" if kind == "loss" else kind,
-                    ops=(),
-                    memory=working - kept,
-                    of=of,
-                    workspace_of=gid,
-                )
-            )
         groups.append(
             OpGroup(
                 id=gid,
@@ -533,6 +513,8 @@ def _build(owned, owner, base, grads, nodes_by_name) -> tuple[OpGroup, ...]:
                 module=_module(ops[0]) if kind == "forward" else "",
                 shape=tuple(val.shape) if hasattr(val, "shape") else (),
                 aten=tuple(dict.fromkeys(_op_name(n) for n in ops if not is_inplace(n))),
+                # the loss too: mean(out ** 2)'s squares are freed inside it
+                workspace=max(working - kept, 0),
             )
         )
     return _order(groups)
@@ -602,7 +584,7 @@ def op_bytes(node) -> int:
 
 
 def _order(groups: list[OpGroup]) -> tuple[OpGroup, ...]:
-    """Forward groups, the loss, then backward groups, each in the order of their first op
-    (a workspace just before its node); :func:`solver.document.graph.make_graph` sorts if needed."""
+    """Forward groups, the loss, then backward groups, each in the order of their first op;
+    :func:`solver.document.graph.make_graph` sorts if needed."""
     rank = {"forward": 0, "loss": 1, "backward": 2}
     return tuple(sorted(groups, key=lambda g: rank[g.kind]))

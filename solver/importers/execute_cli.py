@@ -295,9 +295,7 @@ def _first_difference(graph: Graph, imported: Graph) -> str:
 
 def _with_costs(graph: Graph, devices: set[str], times: Mapping[str, float]) -> Graph:
     nodes = tuple(
-        n
-        if n.op == "workspace"  # runs nothing; keeps its tie-breaking cost
-        else replace(n, cost={**n.cost, **{d: float(f"{times[n.id]:.6g}") for d in devices}})
+        replace(n, cost={**n.cost, **{d: float(f"{times[n.id]:.6g}") for d in devices}})
         for n in graph.nodes
     )
     return replace(graph, nodes=nodes)

@@ -362,10 +362,12 @@ class _Runtime:
                 "the schedule and the executor disagree (report this)"
             ) from None
         if source != device:
-            start = self._clock(device)
-            value = value.to(self.mapping[device], copy=True)
-            self.copy_ms += self._clock(device) - start
-            self.copies[name] = value  # occupies the device until the operation ends
+            if name not in self.copies:  # the whole output of the owner, as model.md §2 rule 3
+                start = self._clock(device)  # copies M_i, not just the values read
+                for other, held in self.store[source][owner].items():
+                    self.copies[other] = held.to(self.mapping[device], copy=True)
+                self.copy_ms += self._clock(device) - start
+            value = self.copies[name]  # occupies the device until the operation ends
         env[name] = value
         return value
 

@@ -40,12 +40,11 @@ def test_condense_names_never_collide():
     assert condensed.rename["x.grad"] == "x+1#2.grad"
 
 
-def test_schedule_order_keeps_a_workspace_right_before_its_node():
-    # c must wait for b, listed after it; c's workspace reads nothing and would run first
-    order = ["a", "c.workspace", "c", "b", "d"]
-    reads = {"a": set(), "c.workspace": set(), "c": {"b", "c.workspace"}, "b": {"a"}, "d": {"a"}}
-    ordered = schedule_order(order, reads, {"c.workspace": "c"})
-    assert ordered == ["a", "b", "c.workspace", "c", "d"]
+def test_schedule_order_moves_a_node_after_what_it_reads_and_keeps_the_rest():
+    # c must wait for b, listed after it; d, ready as early, keeps its place after c
+    order = ["a", "c", "b", "d"]
+    reads = {"a": set(), "c": {"b"}, "b": {"a"}, "d": {"a"}}
+    assert schedule_order(order, reads) == ["a", "b", "c", "d"]
 
 
 def test_a_forced_cycle_is_condensed_and_the_import_still_executes(monkeypatch):

@@ -55,7 +55,7 @@ def test_execute_bundled_network_at_gpu_60_percent(name, method):
     assert report.gradients_match, report.max_abs_error
     assert report.predicted_peak == result.timeline.peaks
     # what the executor holds at its peak is what the simulator predicts (node memory covers
-    # the outputs, workspace nodes the intermediates), never more, and within the budget
+    # the outputs, workspaces the intermediates), never more, and within the budget
     for device, peak in report.measured_peak.items():
         assert 0.85 * report.predicted_peak[device] <= peak <= report.predicted_peak[device]
         assert peak <= report.budgets[device]
