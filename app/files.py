@@ -26,6 +26,7 @@ from app.export import (
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
 from solver.document.examples import bundled_graphs
+from solver.document.graph import Graph
 from solver.document.graph_io import load_graph, save_graph
 from solver.document.schedule_io import load_schedule
 from solver.editing.edits import empty_graph
@@ -259,12 +260,17 @@ class FileController(QObject):
         except XEngineError as exc:
             self._fail(f"Could not import {Path(path).name}", exc)
             return False
+        self.adopt_graph(graph, f"Import {Path(path).name}")
+        self.status_message.emit(f"Imported the graph of {Path(path).name}")
+        return True
+
+    def adopt_graph(self, graph: Graph, label: str) -> None:
+        """Show ``graph`` instead of the current one, as one undoable edit named ``label``
+        (Import Graph, Import Model): Undo brings back what was there, nothing is lost."""
         if self._document.graph is None:
             self._document.open(graph, None, self._document.settings)
         else:
-            self._document.edit(ReplaceGraphCommand, graph, f"Import {Path(path).name}")
-        self.status_message.emit(f"Imported the graph of {Path(path).name}")
-        return True
+            self._document.edit(ReplaceGraphCommand, graph, label)
 
     def import_schedule(self, path: str | None = None) -> bool:
         """Show a schedule file for the current graph (replayed by the simulator)."""

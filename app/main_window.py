@@ -31,6 +31,7 @@ from app.dialogs import ErrorDialog
 from app.document import Document
 from app.execute_action import ExecuteAction
 from app.files import FileController
+from app.import_model import ImportModelAction
 from app.panels.devices import DevicesPanel
 from app.panels.inspector import InspectorPanel
 from app.panels.solver_panel import SolverPanel, status_text
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         self.window_actions = build_actions(self)
         self._connect_actions()
         self.execute_action = ExecuteAction(self)
+        self.import_model_action = ImportModelAction(self)
         self._default_state = self.saveState()
         self._connect()
         self._restore_layout()
