@@ -269,8 +269,10 @@ def _percent_text(budget: int, peak: int, too_big: int, stranded: bool) -> str:
     row's note and the tooltip say why)."""
     if peak <= 0:
         return ""
-    if budget >= 10 * peak:  # an imported model's 64 GiB host read "3230133 % of peak"
-        return f"<b>{budget / peak:,.0f}\u00d7</b> the peak · no remat"
+    if budget >= 1000 * peak:  # an imported model's 64 GiB host read "3230133 % of peak"
+        return "<b>over 1000\u00d7</b> the peak · no remat"
+    if budget >= 10 * peak:
+        return f"<b>{budget / peak:.0f}\u00d7</b> the peak · no remat"
     text = f"<b>{100 * budget / peak:.0f} %</b> of peak"
     if stranded:
         return f"{text} · <span style='color:{LOWER_COLOUR}'>no schedule exists</span>"

@@ -12,5 +12,8 @@ def test_percent_of_peak_within_ten_times_the_peak() -> None:
 
 def test_a_host_far_above_the_peak_reads_as_a_multiple() -> None:
     # an imported model's 64 GiB host against a 2.0 MiB peak read "3230133 % of peak"
-    text = _percent_text(64 * 2**30, 2_077_696, 0, False)
-    assert text == "<b>33,075\u00d7</b> the peak · no remat"
+    assert (
+        _percent_text(64 * 2**30, 2_077_696, 0, False)
+        == "<b>over 1000\u00d7</b> the peak · no remat"
+    )
+    assert _percent_text(409 * 100, 100, 0, False) == "<b>409\u00d7</b> the peak · no remat"
