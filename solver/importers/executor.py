@@ -285,6 +285,9 @@ class _Runtime:
         group = self.groups[gid]
         env: dict[str, Any] = {}
         self.copies: dict[str, Any] = {}
+        for owner, source in sources.items():  # the schedule's transfers, before the operation
+            if source != device:
+                self._copy_in(owner, source, device)
         last = self.last_use[gid]
         outputs = set(group.outputs)
         with self._rng_of(gid):
@@ -362,14 +365,25 @@ class _Runtime:
                 "the schedule and the executor disagree (report this)"
             ) from None
         if source != device:
-            if name not in self.copies:  # the whole output of the owner, as model.md §2 rule 3
-                start = self._clock(device)  # copies M_i, not just the values read
-                for other, held in self.store[source][owner].items():
-                    self.copies[other] = held.to(self.mapping[device], copy=True)
-                self.copy_ms += self._clock(device) - start
+            if name not in self.copies:
+                self._copy_in(owner, source, device)
             value = self.copies[name]  # occupies the device until the operation ends
         env[name] = value
         return value
+
+    def _copy_in(self, owner: str, source: str, device: str) -> None:
+        """Copy node ``owner``'s whole output from ``source`` for the running operation.
+
+        As the simulator charges it (model.md §2 rule 3, docs/spec-notes.md "Simulator"): all
+        of ``M_i``, not just the values the operation reads, from before the operation starts
+        to its end, not from the op that first reads it (a backward whose peak comes before
+        that read was measured 1 MiB under its prediction).
+        """
+        start = self._clock(device)
+        for name, held in self.store[source][owner].items():
+            self.copies[name] = held.to(self.mapping[device], copy=True)
+        self.copy_ms += self._clock(device) - start
+        self._measure(device, {})
 
     # ----- releasing -------------------------------------------------------------------------
     def release(self, device: str, gid: str) -> None:
