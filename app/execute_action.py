@@ -3,8 +3,9 @@
 The graph must have been imported from PyTorch: by the ATen importer (``main.py
 import-torch``) or the torch.fx one (the bundled vgg16, resnet18, unet, transformer, ...); its
 ``meta`` names the model, the input shape, the level and the importer. The step runs in a child
-process (:class:`app.workers.ProcessWorker`: capture and execution would otherwise hold the
-GIL), by :func:`solver.importers.execute_graph.execute_graph`, and the window shows measured
+process (:class:`app.child_task.ChildTask`, with a progress box and Cancel: capture and
+execution would otherwise hold the GIL), by
+:func:`solver.importers.execute_graph.execute_graph`, and the window shows measured
 beside predicted time and per-device peak, and whether the gradients equal ``loss.backward()``.
 The document is only read on the GUI thread, when the action is triggered (a snapshot).
 """
@@ -21,9 +22,9 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMenu, QMessageBox, QWidget
 
+from app.child_task import ChildTask, run_until_cancelled
 from app.dialogs import ErrorDialog
 from app.views.measured import measured_run
-from app.workers import ProcessWorker
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
 from solver.document.units import format_size
@@ -40,10 +41,11 @@ def execute_job(
     report: Callable[[object], None],
     cancel: threading.Event,
 ) -> dict[str, Any]:
-    """Import the graph's model again and run ``schedule`` on it (in the child process)."""
+    """Import the graph's model again and run ``schedule`` on it (in the child process,
+    which exits at once on Cancel: a training step cannot be interrupted from inside)."""
     from solver.importers.execute_graph import execute_graph
 
-    report = execute_graph(graph, schedule, device_map)
+    report = run_until_cancelled(partial(execute_graph, graph, schedule, device_map), cancel)
     # the per-operation times too: the schedule views draw them as ghost bars
     return {**report.to_json(), "op_ms": [list(row) for row in report.op_ms]}
 
@@ -94,14 +96,17 @@ class ExecutionDialog:
 
 
 class ExecuteAction(QObject):
-    """The menu entry and its worker. Listens to ``Document.result_changed`` (enables the
-    entry when a schedule is shown); emits nothing."""
+    """The menu entry and its :class:`ChildTask` (a progress box with Cancel). Listens to
+    ``Document.result_changed`` (enables the entry when a schedule is shown); emits nothing."""
 
     def __init__(self, window, parent: QObject | None = None):
         super().__init__(parent or window)
         self.window = window
         self.document = window.document
-        self.worker: ProcessWorker | None = None
+        self.task = ChildTask(window, "Execution", self)
+        self.task.finished.connect(self._on_task_finished)
+        self.task.failed.connect(self._on_task_failed)
+        self.task.cancelled.connect(self._on_document_result_changed)
         self._schedule: Schedule | None = None
         self.last_report: dict[str, Any] | None = None
         self.action = QAction("E&xecute on PyTorch\u2026", window)
@@ -116,12 +121,13 @@ class ExecuteAction(QObject):
 
     def _on_document_result_changed(self) -> None:
         result = self.document.result
-        self.action.setEnabled(result is not None and result.schedule is not None)
+        shown = result is not None and result.schedule is not None
+        self.action.setEnabled(shown and not self.task.running)
 
     def start(self) -> bool:
         """Snapshot graph and schedule, ask for the device map, start the worker."""
         graph, result = self.document.graph, self.document.result
-        if graph is None or result is None or result.schedule is None:
+        if graph is None or result is None or result.schedule is None or self.task.running:
             return False
         from solver.importers.execute_graph import executable_reason
 
@@ -144,15 +150,11 @@ class ExecuteAction(QObject):
             return False
         schedule = self._schedule = result.schedule
         job = partial(execute_job, graph, schedule, device_map)
-        self.worker = ProcessWorker(job, "execute")
-        self.worker.signals.finished.connect(self._on_worker_finished)
-        self.worker.signals.failed.connect(self._on_worker_failed)
+        self.task.start(job, f"Executing the schedule of {graph.name} on PyTorch\u2026")
         self.action.setEnabled(False)
-        self.window.statusBar().showMessage("Executing the schedule on PyTorch\u2026")
-        self.worker.start()
         return True
 
-    def _on_worker_finished(self, doc: dict[str, Any]) -> None:
+    def _on_task_finished(self, doc: dict[str, Any]) -> None:
         self.last_report = doc
         self._on_document_result_changed()
         self.window.statusBar().showMessage("Executed on PyTorch", 5000)
@@ -167,9 +169,8 @@ class ExecuteAction(QObject):
             view.gantt.set_measured(run)
             view.memory.set_measured(run)
 
-    def _on_worker_failed(self, message: str) -> None:
+    def _on_task_failed(self, message: str) -> None:
         self._on_document_result_changed()
-        self.window.statusBar().clearMessage()
         ErrorDialog.show_error(self.window, "The schedule could not be executed", message)
 
 

@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import io
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
@@ -34,15 +33,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMenu,
-    QProgressDialog,
     QPushButton,
     QRadioButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.child_task import STATUS_TIMEOUT_MS, ChildTask, run_until_cancelled
 from app.dialogs import ErrorDialog, FileDialog
-from app.workers import ProcessWorker
 from solver.document.graph import Graph
 
 __all__ = [
@@ -57,8 +55,6 @@ logger = logging.getLogger(__name__)
 
 ONNX_FILTERS = "ONNX models (*.onnx);;All files (*)"
 PYTHON_FILTERS = "Python files (*.py);;All files (*)"
-CANCEL_POLL_S = 0.05
-STATUS_TIMEOUT_MS = 8000
 
 
 @dataclass(frozen=True)
@@ -88,25 +84,20 @@ def import_model_job(
 
     folder = tempfile.mkdtemp(prefix="xengine-import-")
     out = Path(folder) / "imported.graph.json"
-    box: dict[str, object] = {}
 
-    def run() -> None:
+    def run() -> dict[str, object]:
+        box: dict[str, object] = {}
         errors = io.StringIO()
         try:
             with contextlib.redirect_stderr(errors):
                 box["code"] = main([*request.argv, "-o", str(out)])
-        except BaseException as exc:  # noqa: BLE001 - reported below as one line
+        except Exception as exc:  # noqa: BLE001 - reported as one line
             box["crash"] = f"{type(exc).__name__}: {exc}"
         box["stderr"] = errors.getvalue()
+        return box
 
-    thread = threading.Thread(target=run, name="import", daemon=True)
-    thread.start()
     try:
-        while thread.is_alive():
-            if cancel.is_set():  # capture cannot be interrupted: leave the child at once
-                shutil.rmtree(folder, ignore_errors=True)
-                os._exit(0)
-            thread.join(CANCEL_POLL_S)
+        box = run_until_cancelled(run, cancel, partial(shutil.rmtree, folder, True))
         if box.get("code") == 0:
             return load_graph(out)
         return ImportFailure(_error_line(box))
@@ -278,14 +269,16 @@ class ImportModelDialog(QDialog):
 
 
 class ImportModelAction(QObject):
-    """The File menu entry, its worker and its progress box (with Cancel). Emits nothing:
-    the graph goes to ``window.files.adopt_graph``."""
+    """The File menu entry and its :class:`ChildTask`. Emits nothing: the graph goes to
+    ``window.files.adopt_graph``."""
 
     def __init__(self, window, parent: QObject | None = None):
         super().__init__(parent or window)
         self.window = window
-        self.worker: ProcessWorker | None = None
-        self.progress: QProgressDialog | None = None
+        self.task = ChildTask(window, "Import", self)
+        self.task.finished.connect(self._on_task_finished)
+        self.task.failed.connect(self._on_task_failed)
+        self.task.cancelled.connect(self._on_task_cancelled)
         self._request: ModelImportRequest | None = None
         self.action = QAction("Import &Model\u2026", window)
         self.action.setStatusTip("A PyTorch class or an ONNX file as a training graph (undoable)")
@@ -299,61 +292,33 @@ class ImportModelAction(QObject):
 
     def start(self, request: ModelImportRequest) -> bool:
         """Run the import in a child process; a progress box offers Cancel meanwhile."""
-        if self.worker is not None:
+        if not self.task.start(
+            partial(import_model_job, request), f"Importing {request.label}\u2026"
+        ):
             return False
         self._request = request
-        self.worker = ProcessWorker(partial(import_model_job, request), "import")
-        self.worker.signals.finished.connect(self._on_worker_finished)
-        self.worker.signals.failed.connect(self._on_worker_failed)
         self.action.setEnabled(False)
-        progress = self.progress = QProgressDialog(
-            f"Importing {request.label}\u2026", "Cancel", 0, 0, self.window
-        )
-        progress.setWindowTitle("Import Model")
-        progress.setWindowModality(Qt.WindowModality.NonModal)
-        progress.setMinimumDuration(0)
-        progress.canceled.connect(self.cancel)
-        progress.show()
-        self.window.statusBar().showMessage(f"Importing {request.label}\u2026")
-        self.worker.start()
         return True
 
-    def cancel(self) -> None:
-        """Stop the import; the window keeps what it shows."""
-        if self.worker is not None:
-            self.worker.cancel()
-            self.window.statusBar().showMessage("Cancelling the import\u2026")
-
-    def _end(self) -> ProcessWorker | None:
-        worker, self.worker = self.worker, None
-        if self.progress is not None:
-            self.progress.canceled.disconnect(self.cancel)
-            self.progress.close()
-            self.progress.deleteLater()
-            self.progress = None
+    def _on_task_finished(self, value: Graph | ImportFailure) -> None:
         self.action.setEnabled(True)
-        self.window.statusBar().clearMessage()
-        return worker
-
-    def _on_worker_finished(self, value: Graph | ImportFailure) -> None:
-        worker = self._end()
         label = self._request.label if self._request is not None else "the model"
         if isinstance(value, ImportFailure):
             ErrorDialog.show_error(self.window, f"Could not import {label}", value.message)
-        elif worker is not None and not worker.cancelled:
-            self.window.files.adopt_graph(value, f"Import {Path(label).name}")
-            self.window.statusBar().showMessage(
-                f"Imported {label}: {value.n} nodes, {len(value.edges)} edges (Undo brings "
-                "back the previous graph)",
-                STATUS_TIMEOUT_MS,
-            )
-
-    def _on_worker_failed(self, message: str) -> None:
-        worker = self._end()
-        if worker is not None and worker.cancelled:
-            self.window.statusBar().showMessage("Import cancelled", STATUS_TIMEOUT_MS)
             return
+        self.window.files.adopt_graph(value, f"Import {Path(label).name}")
+        self.window.statusBar().showMessage(
+            f"Imported {label}: {value.n} nodes, {len(value.edges)} edges (Undo brings "
+            "back the previous graph)",
+            STATUS_TIMEOUT_MS,
+        )
+
+    def _on_task_failed(self, message: str) -> None:
+        self.action.setEnabled(True)
         ErrorDialog.show_error(self.window, "The import failed", message)
+
+    def _on_task_cancelled(self) -> None:
+        self.action.setEnabled(True)
 
 
 def _combo(items: list[str]) -> QComboBox:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from app.execute_action import DeviceMapDialog, ExecutionDialog, report_text
@@ -122,3 +124,26 @@ def test_execute_measured_run_draws_ghost_bars_and_a_measured_peak_line(make_win
     window.document.set_result(solve(window.document.graph, "chen-sqrtn:cpu"))
     assert view.gantt.measured is None and len(view.gantt.layer("measured").opts["x0"]) == 0
     assert not view.memory.measured_line("cpu").isVisible()
+
+
+def test_execute_action_cancel_stops_the_run_at_once(qtbot, make_window, monkeypatch):
+    """A training step cannot be interrupted from inside: Cancel ends its child process, the
+    window shows no report and offers the action again (before, Cancel did not exist and a
+    run could only be waited out)."""
+    pytest.importorskip("torch")
+    window = make_window("attention-aten")
+    action = window.execute_action
+    window.document.set_result(solve(window.document.graph, "checkpoint-all:gpu"))
+    shown = []
+    monkeypatch.setattr(DeviceMapDialog, "ask", classmethod(lambda cls, *a: "gpu=cpu,cpu=cpu"))
+    monkeypatch.setattr(
+        ExecutionDialog, "show_report", classmethod(lambda cls, p, text: shown.append(text))
+    )
+    assert action.start()
+    assert action.task.progress.isVisible() and not action.action.isEnabled()
+    started = time.monotonic()
+    with qtbot.waitSignal(action.task.cancelled, timeout=15_000):
+        action.task.cancel_button.click()
+    assert time.monotonic() - started < 10  # not the 20 s grace of a job that ignores cancel
+    assert window.statusBar().currentMessage() == "Execution cancelled"
+    assert action.action.isEnabled() and action.last_report is None and not shown

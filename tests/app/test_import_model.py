@@ -6,7 +6,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QPushButton
 
 from app.import_model import (
     ImportFailure,
@@ -133,9 +132,9 @@ def test_import_model_replaces_the_graph_as_one_undoable_edit(qtbot, make_window
     assert action.action in window.menuBar().actions()[0].menu().actions()
     request = ModelImportRequest(("import-torch", tiny, "--input", "4x6"), tiny)
     assert action.start(request)
-    assert not action.action.isEnabled() and action.progress.isVisible()
+    assert not action.action.isEnabled() and action.task.progress.isVisible()
     qtbot.waitUntil(lambda: window.document.graph.name == "tiny", timeout=120_000)
-    assert action.progress is None and action.action.isEnabled()
+    assert action.task.progress is None and action.action.isEnabled()
     graph = window.document.graph
     assert (
         window.statusBar()
@@ -152,9 +151,10 @@ def test_cancel_stops_the_import_and_keeps_the_graph(qtbot, make_window, tiny):
     window = make_window("chain")
     action = window.import_model_action
     assert action.start(ModelImportRequest(("import-torch", tiny, "--input", "4x6"), tiny))
-    action.progress.findChild(QPushButton).click()  # the progress box's Cancel button
-    qtbot.waitUntil(lambda: action.worker is None, timeout=30_000)
+    with qtbot.waitSignal(action.task.cancelled, timeout=30_000):
+        action.task.cancel_button.click()  # the progress box's Cancel button
     assert window.statusBar().currentMessage() == "Import cancelled"
+    assert action.action.isEnabled() and action.task.progress is None
     assert window.document.graph.name == "chain" and not window.document.is_modified
 
 
