@@ -1,11 +1,12 @@
 """What a stored result was solved for: a content hash of the graph and the solve settings.
 
 Two solves share a key exactly when they must give the same answer given enough time: same
-nodes (in schedule order, with their output sizes, per-device costs and kinds), same edges and
-transfer overrides, same devices (fixed memory) and links, same budgets, same method, and for
-the MIQP methods the same backend, relative gap and warm start. The graph's name, notes and
-meta, node ops and roofline inputs (costs are already resolved from them) do not change the
-answer and are left out, so a renamed or re-saved graph still finds its results. Time limit,
+nodes (in schedule order, with their output sizes and workspaces, per-device costs and kinds),
+same edges and transfer overrides, same devices (fixed memory) and links, same budgets, same
+method, and for the MIQP methods the same backend, relative gap and warm start. The graph's
+name, notes and meta, node ops and roofline inputs (costs are already resolved from them) do
+not change the answer and are left out, so a renamed or re-saved graph still finds its results
+(and a graph without workspaces its keys from before they existed). Time limit,
 threads, MIP start and cutoff are not part of the key: they decide how soon the optimum is
 found, not what it is; the limit is stored beside the answer and compared on lookup
 (:mod:`solver.results.store`).
@@ -133,6 +134,8 @@ def _graph_content(graph: Graph) -> dict[str, Any]:
             sorted((device, float(ms)) for device, ms in node.cost.items()),
             node.kind,
             node.of,
+            # a workspace changes the answer; absent when 0, so older keys stay valid
+            *([int(node.workspace)] if node.workspace else []),
         ]
         for node in graph.nodes
     ]

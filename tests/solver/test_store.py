@@ -44,6 +44,9 @@ def test_graph_hash_changes_with_everything_that_changes_the_answer():
             base, nodes=(replace(base.nodes[0], cost={"cpu": 2.0, "gpu": 1.0}), *base.nodes[1:])
         ),
         "node size": replace(base, nodes=(replace(base.nodes[0], memory=2), *base.nodes[1:])),
+        "node workspace": replace(
+            base, nodes=(replace(base.nodes[0], workspace=4), *base.nodes[1:])
+        ),
         "node kind": replace(base, nodes=(replace(base.nodes[0], kind="other"), *base.nodes[1:])),
         "transfer override": replace(
             base, edges=(replace(base.edges[0], transfer_ms={"cpu->gpu": 5.0}), *base.edges[1:])
