@@ -115,9 +115,11 @@ class DeleteCommand(GraphCommand):
 
 
 class SetNodePropertyCommand(GraphCommand):
-    """Set one field of a node: ``memory`` (bytes), ``cost`` (ms by device), ``kind`` or ``op``."""
+    """Set one field of a node: ``memory`` or ``workspace`` (bytes), ``cost`` (ms by device),
+    ``kind`` or ``op``."""
 
-    FIELDS = ("memory", "cost", "kind", "op")
+    FIELDS = ("memory", "workspace", "cost", "kind", "op")
+    SIZES = ("memory", "workspace")
 
     def __init__(self, document: Document, node_id: str, field: str, value: object):
         if field not in self.FIELDS:
@@ -125,8 +127,8 @@ class SetNodePropertyCommand(GraphCommand):
         if field == "cost":
             value = dict(value)  # type: ignore[call-overload]
         graph = edits.set_node_fields(_graph_of(document), node_id, **{field: value})
-        shown = format_size(value) if field == "memory" else field
-        text = f"Set {field} of {node_id}" + (f" to {shown}" if field == "memory" else "")
+        sized = field in self.SIZES
+        text = f"Set {field} of {node_id}" + (f" to {format_size(value)}" if sized else "")
         super().__init__(document, graph, text)
 
 

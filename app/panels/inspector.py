@@ -1,4 +1,4 @@
-"""The inspector: edit the selected node (id, op, kind, memory, costs) or edge (transfers).
+"""The inspector: edit the selected node (id, op, kind, memory, workspace, costs) or edge.
 
 With nothing selected it shows the graph's name (editable), summarises the graph and says how to
 edit it. Values are refreshed in
@@ -79,6 +79,12 @@ class _NodePage(QWidget):
         self.kind_box = QComboBox()
         self.kind_box.addItems(NODE_KINDS)
         self.memory_edit = SizeEdit()
+        self.memory_edit.setToolTip("Bytes of the node's output, kept while it is resident")
+        self.workspace_edit = SizeEdit()
+        self.workspace_edit.setToolTip(
+            "Bytes the node needs only while it runs (intermediates freed when it ends): "
+            "counted on its device during each computation, never kept or copied"
+        )
         self.cost_edits: dict[str, QLineEdit] = {}
         self.links_label = QLabel()
         self.links_label.setWordWrap(True)
@@ -88,6 +94,7 @@ class _NodePage(QWidget):
         self._form.addRow("Op", self.op_edit)
         self._form.addRow("Kind", self.kind_box)
         self._form.addRow("Memory", self.memory_edit)
+        self._form.addRow("Workspace", self.workspace_edit)
         self._costs = QFormLayout()
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
@@ -103,6 +110,7 @@ class _NodePage(QWidget):
         self.op_edit.editingFinished.connect(self._on_op_edit_finished)
         self.kind_box.activated.connect(self._on_kind_box_activated)
         self.memory_edit.size_committed.connect(self._on_memory_edit_committed)
+        self.workspace_edit.size_committed.connect(self._on_workspace_edit_committed)
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
 
     def show_node(self, graph: Graph, node_id: str) -> None:
@@ -119,6 +127,7 @@ class _NodePage(QWidget):
         with QSignalBlocker(self.kind_box):
             self.kind_box.setCurrentText(node.kind)
         self.memory_edit.set_value(node.memory)
+        self.workspace_edit.set_value(node.workspace)
         for name, edit in self.cost_edits.items():
             with QSignalBlocker(edit):
                 edit.setText(_ms_text(node.cost.get(name)))
@@ -157,6 +166,9 @@ class _NodePage(QWidget):
 
     def _on_memory_edit_committed(self, memory: int) -> None:
         self._set("memory", memory)
+
+    def _on_workspace_edit_committed(self, workspace: int) -> None:
+        self._set("workspace", workspace)
 
     def _on_cost_edit_finished(self) -> None:
         cost = {}

@@ -122,3 +122,27 @@ def test_inspector_refuses_clearing_the_last_cost_inline(qtbot, window, dialogs)
 
 def page_cost(doc, device: str) -> float:
     return doc.graph.node("fc3").cost[device]
+
+
+def test_inspector_sets_a_workspace_undoably_and_the_bound_counts_it(qtbot, window, dialogs):
+    """A node's workspace (bytes it needs only while it runs) is edited like its memory, and
+    what the window derives from the graph follows: the node needs that much more memory."""
+    from solver.optimize.bounds import node_requirement
+
+    doc, page = window.document, window.inspector.node_page
+    window.graph_view.click_node("fc3")
+    assert page.workspace_edit.text() == "0 B"
+    k = doc.graph.index["fc3"]
+    before = node_requirement(doc.graph, k)
+    edit = page.workspace_edit
+    edit.setFocus()
+    edit.selectAll()
+    with qtbot.waitSignal(doc.graph_changed, timeout=5_000):
+        qtbot.keyClicks(edit, "3 GiB")
+        qtbot.keyClick(edit, Qt.Key.Key_Return)
+    assert doc.graph.node("fc3").workspace == 3 * 2**30
+    assert doc.undo_stack.undoText() == "Set workspace of fc3 to 3.0 GiB"
+    assert node_requirement(doc.graph, k) == before + 3 * 2**30
+    doc.undo_stack.undo()
+    assert doc.graph.node("fc3").workspace == 0 and page.workspace_edit.text() == "0 B"
+    assert not dialogs.errors
