@@ -97,8 +97,10 @@ def _row(name: str, method: str, plan, graph, times, options: SolveOptions, args
     if args.markdown:
         what = f"{timeline.recomputations} recomputations, {len(timeline.transfers)} copies"
         cpu, gpu = (report.measured_peak[d] for d in ("cpu", "gpu"))
+        label = f"{name}-aten" if name in BUNDLED_ATEN else name  # as bundled and in the README
+        shown = "XEngine" if method == "xengine" else method
         text = (
-            f"| {name}, {method} ({result.status.value}, {what}) | "
+            f"| {label}, {shown} ({result.status.value}, {what}) | "
             f"{'yes' if report.gradients_match else 'NO'} | "
             f"{timeline.total_ms:.3g} / {report.predicted_ms:.5g} | "
             f"{report.measured_ms:.5g} ({time_ratio:.3f}) | "
