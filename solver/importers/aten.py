@@ -172,12 +172,16 @@ def graph_from_plan(
 
 def structure_hash(graph: Graph) -> str:
     """A fingerprint of node ids, kinds, memory (workspaces where not 0) and edges (not
-    costs): the executor checks a schedule's graph against the imported one with it."""
+    costs): the executor checks a schedule's graph against the imported one with it.
+
+    A node without a workspace adds the same tuple as before workspaces existed, so the
+    fingerprints of torch.fx imports (which have none) are unchanged."""
+    nodes = [
+        (n.id, n.kind, n.memory, n.workspace) if n.workspace else (n.id, n.kind, n.memory)
+        for n in graph.nodes
+    ]
     text = repr(
-        (
-            [(n.id, n.kind, n.memory, *[n.workspace][: bool(n.workspace)]) for n in graph.nodes],
-            sorted((graph.nodes[i].id, graph.nodes[k].id) for i, k in graph.edge_pairs),
-        )
+        (nodes, sorted((graph.nodes[i].id, graph.nodes[k].id) for i, k in graph.edge_pairs))
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
