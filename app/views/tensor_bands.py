@@ -1,10 +1,11 @@
 """Memory per tensor as data: one band per resident tensor per step, and why it is resident.
 
 At each step of a device's :class:`~solver.execution.simulate.MemoryCurve` the resident tensors
-are stacked in graph order, so the outline of the stack is exactly the memory curve and each
-band's height is one tensor's bytes. Each band also says how the tensor got there (its
-*origin*: computed, recomputed, copied, or offloaded here). No Qt: the view
-(:mod:`app.views.tensors`) draws these arrays.
+are stacked in graph order, topped by the workspace of the operation running then (bytes it
+needs only while it runs, no tensor), so the outline of the stack is exactly the memory curve
+and each band's height is one tensor's bytes or one workspace. Each band also says how it got
+there (its *origin*: computed, recomputed, copied, offloaded here, or a running workspace).
+No Qt: the view (:mod:`app.views.tensors`) draws these arrays.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from solver.execution.simulate import OpEvent, Timeline
 
 __all__ = [
     "ORIGINS",
+    "WORKSPACE",
     "EMPTY",
     "Bands",
     "tensor_bands",
@@ -26,7 +28,9 @@ __all__ = [
     "resident_text",
 ]
 
-ORIGINS = ("computed", "recomputed", "copied", "offloaded here (kept)")
+ORIGINS = ("computed", "recomputed", "copied", "offloaded here (kept)", "workspace")
+WORKSPACE = 4
+"""The origin of a workspace band: its node is the operation running, not a tensor."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ def tensor_bands(graph: Graph, timeline: Timeline, device: str) -> Bands:
         return Bands(empty, empty, empty, empty, empty.astype(int), empty.astype(int))
     ends = np.append(curve.times[1:], max(timeline.total_ms, float(curve.times[-1])))
     origins = _origin_events(timeline, device)
+    running = {op.start: op.node for op in timeline.ops if op.device == device}
     x0, width, y0, height, node, origin = [], [], [], [], [], []
     previous: set[str] = set()
     started: dict[str, int] = {}
@@ -92,6 +97,15 @@ def tensor_bands(graph: Graph, timeline: Timeline, device: str) -> Bands:
             origin.append(started[name])
             level += size
         previous = set(names)
+        work = int(curve.workspace[j])
+        k = graph.index.get(running.get(float(curve.times[j]), ""))
+        if work > 0 and k is not None:
+            x0.append(float(curve.times[j]))
+            width.append(float(ends[j] - curve.times[j]))
+            y0.append(level)
+            height.append(float(work))
+            node.append(k)
+            origin.append(WORKSPACE)
     return Bands(
         np.array(x0), np.array(width), np.array(y0), np.array(height),
         np.array(node, dtype=int), np.array(origin, dtype=int),
@@ -151,6 +165,10 @@ def resident_text(
         used, names = curve.at(op.start)
         listed = ", ".join(sorted(names, key=lambda n: order(n, -1))) or "nothing"
         text = f"{device} holds {listed} ({format_size(used)})"
+        work = _workspace_at(curve, op.start)
+        if work:
+            owner = op.node if device == op.device else "the operation running there"
+            text = text[:-1] + f", {format_size(work)} of it the workspace of {owner})"
         if other is not None and device in other.memory:
             # the same operation in the other schedule: its first run of this node
             when = next((o.start for o in other.ops if o.node == op.node), op.start)
@@ -165,6 +183,12 @@ def resident_text(
             )
         parts.append(text)
     return " ".join(parts[:1]) + " " + "; ".join(parts[1:])
+
+
+def _workspace_at(curve, time: float) -> int:
+    """The workspace in use at ``time`` (the step :meth:`MemoryCurve.at` reads)."""
+    j = int(np.searchsorted(curve.times, time, side="right")) - 1
+    return int(curve.workspace[j]) if 0 <= j < len(curve.workspace) else 0
 
 
 class _EmptyTimeline:

@@ -1,4 +1,5 @@
-"""Colours of the memory-per-tensor bands: by layer, lighter and hatched when recomputed.
+"""Colours of the memory-per-tensor bands: by layer, lighter and hatched when recomputed,
+dotted for a running node's workspace.
 
 A backward node shares its forward node's hue, so one layer reads as one colour from the
 forward pass to its gradient; neighbouring layers step around the hue circle by the golden
@@ -33,6 +34,7 @@ class BandBrushes:
             pg.mkPen(QColor(colors.background), width=0.5),
             colors.pen(colors.transfer, 1.6),
             colors.pen(QColor(colors.transfer).darker(150), 1.6, dashed=True),
+            pg.mkPen(QColor(colors.foreground), width=1.0, style=Qt.PenStyle.DotLine),
         ]
 
     def brush(self, node: int, origin: int) -> QBrush:
@@ -40,9 +42,11 @@ class BandBrushes:
         if key not in self._cache:
             hue = (key[0] * 0.61803398875) % 1.0  # golden-ratio steps: neighbours differ
             color = QColor.fromHsvF(hue, 0.55 if origin != 1 else 0.25, 0.85)
-            style = {1: Qt.BrushStyle.Dense4Pattern, 3: Qt.BrushStyle.DiagCrossPattern}.get(
-                origin, Qt.BrushStyle.SolidPattern
-            )
+            style = {
+                1: Qt.BrushStyle.Dense4Pattern,
+                3: Qt.BrushStyle.DiagCrossPattern,
+                4: Qt.BrushStyle.Dense6Pattern,  # a workspace: sparse dots, no tensor
+            }.get(origin, Qt.BrushStyle.SolidPattern)
             self._cache[key] = QBrush(color, style)
         return self._cache[key]
 

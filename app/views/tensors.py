@@ -33,6 +33,7 @@ from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_ex
 from app.views.tensor_bands import (
     EMPTY,
     ORIGINS,
+    WORKSPACE,
     Bands,
     resident_reason,
     resident_text,
@@ -117,6 +118,11 @@ class TensorMemoryView(QWidget):
         if j is None:
             return ""
         name = graph.nodes[bands.node[j]].id
+        if bands.origin[j] == WORKSPACE:
+            return (
+                f"<b>{html.escape(name)}</b> running on {device}: workspace "
+                f"{format_size(bands.height[j])}<br>needed only while it runs, freed when it ends"
+            )
         reason = resident_reason(graph, timeline, device, name, time)
         return (
             f"<b>{html.escape(name)}</b> on {device}: {format_size(bands.height[j])}, "
@@ -201,6 +207,7 @@ class TensorMemoryView(QWidget):
             "<i>lighter, hatched</i>: recomputed \u00b7 "
             f"<span style='color:{colors.transfer}'>outlined</span>: copied from another device"
             " \u00b7 <i>cross-hatched, dashed</i>: offloaded here and kept"
+            " \u00b7 <i>dotted</i>: a running node's workspace"
             " \u00b7 hover for why it is resident, click to select"
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.views.tensor_bands import resident_text
 from app.views.tensors import ORIGINS, TensorMemoryView, resident_reason
 
 MiB = 2**20
@@ -127,3 +128,33 @@ def test_tensor_diff_mode_outlines_another_schedule_and_names_the_difference(vie
     assert "gpu holds a, c (2.0 MiB) vs 0 B there; only here: a, c; only there: none" in text
     view.compare_with(None)
     assert len(view.other_curve("cpu").getData()[0] or []) == 0
+
+
+def test_a_running_workspace_tops_the_stack_and_says_what_it_is(document, show, graph):
+    """A workspace (bytes a node needs only while it runs) is a band of its own on top of the
+    resident tensors, so the stack's outline stays the memory curve; hover says it is no
+    tensor and the step cursor counts it."""
+    from dataclasses import replace as replaced
+
+    from solver.editing.edits import set_node_fields
+    from solver.execution.simulate import simulate
+
+    g = set_node_fields(graph, "d", workspace=5 * MiB)
+    result = replaced(document.result, timeline=simulate(g, document.result.schedule))
+    document.set_graph(g)
+    document.set_result(result)
+    view = show(TensorMemoryView(document), 900, 500)
+    curve = result.timeline.memory["cpu"]
+    b = view.bands("cpu")
+    for start, used in zip(curve.times, curve.bytes, strict=True):
+        assert b.height[b.x0 == start].sum() == used  # still the memory curve
+    d = next(op for op in result.timeline.ops if op.node == "d")
+    assert (d.workspace, curve.workspace.max()) == (5 * MiB, 5 * MiB)
+    top = [row for row in bands_of(view, "cpu") if row[5] == "workspace"]
+    assert top == [(d.start, d.end, "d", 3.0, 5.0, "workspace")]  # on a, c (copies) and d
+    text = view.tooltip_at("cpu", (d.start + d.end) / 2, 4 * MiB)
+    assert text.startswith("<b>d</b> running on cpu: workspace 5.0 MiB")
+    assert "needed only while it runs" in text
+    assert len(view.layer("cpu").opts["x0"]) == len(b.x0)  # drawn, one rectangle per band
+    step = resident_text(g, result.timeline, d, 3, None)
+    assert "cpu holds a, c, d (8.0 MiB, 5.0 MiB of it the workspace of d)" in step
