@@ -47,6 +47,9 @@ from solver.optimize.solve import SolveResult
 __all__ = ["ORIGINS", "Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
 
 _PLOT_PIXELS = 150
+_IDLE_PIXELS = 60
+"""A device that holds nothing: a row with its title and time axis, no more."""
+_UNBOUNDED = 16_777_215.0  # QWIDGETSIZE_MAX: no maximum
 
 
 class TensorMemoryView(QWidget):
@@ -274,8 +277,13 @@ class TensorMemoryView(QWidget):
                 brushes=fills or None, pens=lines or None,
                 brush=pg.mkBrush(None), pen=pg.mkPen(None),
             )  # fmt: skip
-            plot.setLabel("left", unit)
-            plot.setTitle(f"{device}: resident tensors", size="9pt", color=colors.foreground)
+            # a device the schedule leaves empty gets a thin row saying so, not a 0-1 B axis
+            idle = top == 0 and timeline is not None and bool(timeline.ops)
+            plot.setLabel("left", "" if idle else unit)
+            title = "holds nothing in this schedule" if idle else "resident tensors"
+            plot.setTitle(f"{device}: {title}", size="9pt", color=colors.foreground)
+            plot.getAxis("left").setTicks([[]] if idle else None)
+            plot.setMaximumHeight(_IDLE_PIXELS if idle else _UNBOUNDED)
             end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
             plot.setXRange(0, end, padding=0.01)
             plot.setYRange(0, top / scale * 1.05 if top > 0 else 1.0, padding=0)

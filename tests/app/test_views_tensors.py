@@ -158,3 +158,16 @@ def test_a_running_workspace_tops_the_stack_and_says_what_it_is(document, show, 
     assert len(view.layer("cpu").opts["x0"]) == len(b.x0)  # drawn, one rectangle per band
     step = resident_text(g, result.timeline, d, 3, None)
     assert "cpu holds a, c, d (8.0 MiB, 5.0 MiB of it the workspace of d)" in step
+
+
+def test_a_device_that_holds_nothing_is_a_thin_row_saying_so(document, show, graph):
+    """ResNet-50's CPU under XEngine at GPU 60 %: an empty 0-1 B axis took half the view."""
+    from solver.optimize.methods import solve
+
+    document.set_result(solve(graph, "checkpoint-all:cpu"))
+    view = show(TensorMemoryView(document), 900, 500)
+    cpu, gpu = view.plot("cpu"), view.plot("gpu")
+    assert gpu.titleLabel.text.endswith("gpu: holds nothing in this schedule")
+    assert cpu.titleLabel.text.endswith("cpu: resident tensors")
+    assert gpu.size().height() <= 60 < cpu.size().height()
+    assert view.bands("cpu").height.sum() > 0 and len(view.bands("gpu").x0) == 0
