@@ -176,8 +176,142 @@ def bench_view(name: str, make, graph: Graph, results: list[SolveResult], repeat
     return [name, first, redraw, pan_full, pan_zoomed, hover, step]
 
 
-def measure_stall(example: str, percent: float, solver: str, limit: float) -> int:
-    """Solve ``example`` in the real window and print the event loop's longest gaps."""
+class _Trace:
+    """What the GUI thread ran during a stall measurement: outermost events and view slots.
+
+    Events come from :meth:`TimedApplication.notify` (receiver class, event type; a timer is
+    named by its parent's class), slots from wrapping the views' ``_on_*``/``_redraw*``/
+    ``_draw*``/``_apply*`` methods. Only spans of at least ``MIN_S`` are kept; each is
+    ``(start, end, depth, label, GUI-thread CPU)`` in seconds (``time.perf_counter``).
+    """
+
+    MIN_S = 0.002
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float, int, str]] = []
+        self.depth = 0
+
+    def run(self, label: str, call: Callable[[], object]) -> object:
+        started, cpu = time.perf_counter(), time.thread_time()
+        self.depth += 1
+        try:
+            return call()
+        finally:
+            self.depth -= 1
+            ended = time.perf_counter()
+            if ended - started >= self.MIN_S:
+                self.spans.append((started, ended, self.depth, label, time.thread_time() - cpu))
+
+    def inside(self, lo: float, hi: float) -> list[tuple[float, float, str]]:
+        """(ms inside [lo, hi], its CPU ms, label) of the events and slots that ran in that
+        window, in the order they started; nested slots are indented."""
+        return [
+            ((min(e, hi) - max(s, lo)) * 1000, cpu * 1000, f"{'  ' * d}{label}")
+            for s, e, d, label, cpu in sorted(self.spans)
+            if e > lo and s < hi
+        ]
+
+
+TRACE = _Trace()
+
+
+def _event_label(receiver, event) -> str:
+    from PySide6.QtCore import QTimer
+
+    name = type(receiver).__name__
+    if isinstance(receiver, QTimer) and receiver.parent() is not None:
+        name = f"QTimer of {type(receiver.parent()).__name__}"
+    try:
+        kind = event.type().name
+    except AttributeError:  # an event type Qt has no name for
+        kind = str(int(event.type()))
+    return f"{name} {kind}"
+
+
+def timed_application() -> QApplication:
+    """A QApplication whose every outermost event is timed into :data:`TRACE`."""
+
+    class TimedApplication(QApplication):
+        def notify(self, receiver, event) -> bool:  # noqa: N802 (Qt override)
+            if TRACE.depth:
+                return super().notify(receiver, event)
+            label = _event_label(receiver, event)
+            return TRACE.run(label, lambda: super(TimedApplication, self).notify(receiver, event))
+
+    return TimedApplication([])
+
+
+def trace_slots() -> None:
+    """Wrap the window's slot and drawing methods so that :data:`TRACE` times them."""
+    import functools
+    import inspect
+
+    from app.main_window import MainWindow
+    from app.panels.solver_panel import SolverPanel
+    from app.solving import SolveController
+    from app.views.comparison import ComparisonView
+    from app.views.explorer import ExplorerView
+
+    classes = (
+        MainWindow, SolveController, GanttView, MemoryView, ScheduleView, MatricesView,
+        TensorMemoryView, GraphView, StepperPanel, ComparisonView, ExplorerView,
+    )  # fmt: skip
+    prefixes = ("_on_", "_redraw", "_draw", "_apply", "_flush", "_update")
+
+    def wrap(cls: type, name: str, method):
+        label = f"{cls.__name__}.{name}"
+
+        @functools.wraps(method)
+        def timed(*args, **kwargs):
+            return TRACE.run(label, lambda: method(*args, **kwargs))
+
+        return timed
+
+    for cls in classes:
+        for name, method in list(vars(cls).items()):
+            if name.startswith(prefixes) and inspect.isfunction(method):
+                setattr(cls, name, wrap(cls, name, method))
+
+    # paints, named by the view (or panel) holding the widget painted
+    import pyqtgraph as pg
+
+    from app.views.graph_canvas import GraphCanvas
+
+    owners = (*classes, SolverPanel)
+
+    def owner(widget) -> str:
+        while widget is not None and not isinstance(widget, owners):
+            widget = widget.parentWidget()
+        return type(widget).__name__ if widget is not None else "?"
+
+    def wrap_paint(cls: type):
+        method = cls.paintEvent
+
+        @functools.wraps(method)
+        def paint(self, event):
+            rect = event.rect()
+            label = f"paint {owner(self)} {type(self).__name__} {rect.width()}x{rect.height()}"
+            return TRACE.run(label, lambda: method(self, event))
+
+        cls.paintEvent = paint
+
+    wrap_paint(pg.GraphicsView)
+    wrap_paint(GraphCanvas)
+
+
+def _queued_s() -> float:
+    """Seconds this thread has been ready to run but waited for a CPU (Linux schedstat; 0
+    where there is none)."""
+    try:
+        with open("/proc/thread-self/schedstat") as stats:
+            return int(stats.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def measure_stall(example: str, percent: float, solver: str, limit: float) -> dict:
+    """Solve ``example`` in the real window, print the event loop's longest gaps and return
+    a summary (the longest gap and what ran in it)."""
     from dataclasses import replace
 
     from PySide6.QtCore import QStandardPaths, QTimer
@@ -203,14 +337,23 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
     )
     for _ in range(5):  # the first layout and paint of the opened graph are not the solve's
         app.processEvents()
-    gaps: list[tuple[float, float, float]] = []  # (wall s, GUI-thread CPU s, at s)
-    state = {"wall": time.perf_counter(), "cpu": time.thread_time(), "done": False}
+    # (wall s, GUI-thread CPU s, at s, s the GUI thread was ready but waited for a CPU)
+    gaps: list[tuple[float, float, float, float]] = []
+    state = {"wall": time.perf_counter(), "cpu": time.thread_time(), "queued": _queued_s()}
     start = state["wall"]
+    TRACE.spans.clear()
 
     def tick() -> None:
-        wall, cpu = time.perf_counter(), time.thread_time()
-        gaps.append((wall - state["wall"], cpu - state["cpu"], state["wall"] - start))
-        state["wall"], state["cpu"] = wall, cpu
+        wall, cpu, queued = time.perf_counter(), time.thread_time(), _queued_s()
+        gaps.append(
+            (
+                wall - state["wall"],
+                cpu - state["cpu"],
+                state["wall"] - start,
+                queued - state["queued"],
+            )
+        )
+        state["wall"], state["cpu"], state["queued"] = wall, cpu, queued
 
     collections: list[tuple[int, float, float]] = []  # (generation, ms, at s)
 
@@ -246,10 +389,15 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
         f"{sum(provisional)} provisional incumbents drawn; {len(gaps)} ticks over "
         f"{time.perf_counter() - start:.1f} s"
     )
-    print(f"gaps > 50 ms: {sum(g > 0.05 for g, _, _ in gaps)}; longest (wall ms / GUI CPU ms @ s):")
-    for wall, cpu, at in worst:
-        print(f"  {wall * 1000:7.1f} / {cpu * 1000:6.1f} @ {at:6.2f}")
-    busy = max((cpu for _, cpu, _ in gaps), default=0.0)
+    print(
+        f"gaps > 50 ms: {sum(g[0] > 0.05 for g in gaps)}; longest "
+        "(wall ms / GUI CPU ms / waiting for a CPU ms @ s):"
+    )
+    for wall, cpu, at, queued in worst:
+        print(f"  {wall * 1000:7.1f} / {cpu * 1000:6.1f} / {queued * 1000:6.1f} @ {at:6.2f}")
+        for ms, cpu, label in TRACE.inside(start + at, start + at + wall)[:12]:
+            print(f"        {ms:6.1f} ms (CPU {cpu:5.1f})  {label}")
+    busy = max((g[1] for g in gaps), default=0.0)
     print(f"longest GUI-thread CPU burst between ticks: {busy * 1000:.1f} ms")
     slow = [c for c in collections if c[1] > 10]
     print(
@@ -257,6 +405,56 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> in
         f"{max((c[1] for c in collections), default=0):.1f} ms; > 10 ms: "
         + (", ".join(f"gen {g} {ms:.0f} ms @ {at:.2f} s" for g, ms, at in slow) or "none")
     )
+    wall, cpu, at, queued = worst[0] if worst else (0.0, 0.0, 0.0, 0.0)
+    inside = sorted(
+        (x for x in TRACE.inside(start + at, start + at + wall) if not x[2].startswith(" ")),
+        reverse=True,
+    )
+    return {
+        "status": result.status.value if result else "no result",
+        "provisional": sum(provisional),
+        "gap_ms": wall * 1000,
+        "cpu_ms": cpu * 1000,
+        "queued_ms": queued * 1000,
+        "at_s": at,
+        "over_50": sum(g[0] > 0.05 for g in gaps),
+        "ran": inside[0][2] if inside else "-",
+        "ran_ms": inside[0][0] if inside else 0.0,
+    }
+
+
+def stall_runs(argv: list[str], runs: int) -> int:
+    """Run the stall measurement ``runs`` times, each in a fresh process, and tabulate the
+    longest gap of each run (what a first incumbent costs is only seen in a fresh window)."""
+    import json
+    import subprocess
+
+    rows = []
+    for k in range(runs):
+        done = subprocess.run(
+            [sys.executable, __file__, *argv, "--runs", "1", "--json"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode != 0 or not lines:
+            print(f"run {k + 1} failed: {done.stderr.strip().splitlines()[-1:]}")
+            continue
+        row = json.loads(lines[-1])
+        rows.append(row)
+        print(
+            f"run {k + 1:2}: {row['status']:>10}, {row['provisional']:2} provisional; longest gap "
+            f"{row['gap_ms']:6.1f} ms (GUI CPU {row['cpu_ms']:5.1f}, waiting for a CPU "
+            f"{row['queued_ms']:5.1f}) @ {row['at_s']:5.2f} s; "
+            f"gaps > 50 ms: {row['over_50']}; longest in it: {row['ran']} {row['ran_ms']:.1f} ms",
+            flush=True,
+        )
+    if rows:
+        longest = sorted(r["gap_ms"] for r in rows)
+        print(
+            f"{len(rows)} runs: longest gap min {longest[0]:.1f} / median "
+            f"{statistics.median(longest):.1f} / max {longest[-1]:.1f} ms; runs with a gap > "
+            f"50 ms: {sum(g > 50 for g in longest)}"
+        )
     return 0
 
 
@@ -268,11 +466,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-percent", type=float, default=60.0)
     parser.add_argument("--solver", default="highs")
     parser.add_argument("--limit", type=float, default=30.0, help="solver time limit (s)")
+    parser.add_argument("--runs", type=int, default=1, help="--stall: runs, each a new process")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    app = QApplication.instance() or QApplication([])
+    if args.stall and args.runs > 1:
+        rest = [a for a in (argv if argv is not None else sys.argv[1:])]
+        at = rest.index("--runs") if "--runs" in rest else None
+        if at is not None:
+            del rest[at : at + 2]
+        return stall_runs(rest, args.runs)
+    app = QApplication.instance() or (timed_application() if args.stall else QApplication([]))
     apply_theme(app, "light")
     if args.stall:
-        return measure_stall(args.stall, args.gpu_percent, args.solver, args.limit)
+        trace_slots()
+        summary = measure_stall(args.stall, args.gpu_percent, args.solver, args.limit)
+        if args.json:
+            import json
+
+            print(json.dumps(summary))
+        return 0
     stages = args.ops // 2 + 1
     started = time.perf_counter()
     graph = synthetic_graph(stages)
