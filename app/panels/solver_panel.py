@@ -35,6 +35,7 @@ from app.project import SolverSettings
 from app.solving import SolveController, format_objective
 from app.theme import colors_for
 from app.views.gantt_text import is_offloading
+from app.views.plotting import opaque_grid
 from app.workers import SolveRequest
 from solver.document.graph import Graph
 from solver.document.units import format_size
@@ -134,6 +135,9 @@ class SolverPanel(QWidget):
             # no "(x0.001)" scale suffix: the label says the unit and the ticks are plain numbers
             item.getAxis(side).enableAutoSIPrefix(False)
         item.showGrid(x=True, y=True, alpha=0.25)
+        for side in ("bottom", "left"):
+            item.getAxis(side).setZValue(-150)  # the grid behind the curves, so it can be opaque
+        opaque_grid(item)  # 7 ms a paint with translucent vertical lines
         # ranges set by live_range, in steps: auto range redrew both axes on every batch
         item.disableAutoRange()
         self._x_range: tuple[float, float] | None = None

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.concurrent_source import timeline_end
+from app.views.draw_pacer import DrawPacer
 from app.views.gantt_geometry import flow_segments
 from app.views.gantt_labels import BarLabels
 from app.views.gantt_lanes import Bar, LaneTable, lane_names, link_lane
@@ -100,10 +101,9 @@ class GanttView(QWidget):
         self._range: tuple[float, float] | None = None
         self._measured: MeasuredRun | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
-        # a new result is drawn in an event of its own, coalesced (see _on_document_result_changed)
+        # a new result is drawn in a turn of its own, coalesced (see _on_document_result_changed)
         self._stale = False
-        self._result_timer = QTimer(self, singleShot=True, interval=0)
-        self._result_timer.timeout.connect(self._apply_result)
+        self._pacer = DrawPacer.of(document)
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.result_changed.connect(self._on_document_result_changed)
@@ -152,7 +152,7 @@ class GanttView(QWidget):
         return self._range_label.text()
 
     def flush(self) -> None:
-        """Draw a result that arrived but waits for its own event, now (before reading)."""
+        """Draw a result that arrived but waits for its own turn, now (before reading)."""
         if self._stale:
             self._apply_result()
 
@@ -380,14 +380,18 @@ class GanttView(QWidget):
         self._on_document_result_changed()
 
     def _on_document_result_changed(self) -> None:
-        """Redraw in an event of its own: the document's other listeners (memory, stepper,
-        graph...) and this redraw then each stay short, a burst of results (incumbents, a
-        slider drag) is drawn once, and reading the view (:meth:`flush`) still sees it."""
+        """Redraw in a turn of the event loop of its own (``app.views.draw_pacer``): the
+        document's other listeners (memory, stepper, graph...) and this redraw then each stay
+        short, a burst of results (incumbents, a slider drag) is drawn once, and reading the
+        view (:meth:`flush`) still sees it."""
         self._stale = True
-        self._result_timer.start()
+        self._pacer.request(self, self._apply_if_stale)
+
+    def _apply_if_stale(self) -> None:
+        if self._stale:  # not drawn since (reading the view draws it)
+            self._apply_result()
 
     def _apply_result(self) -> None:
-        self._result_timer.stop()
         self._stale = False
         result = self._document.result
         if self._measured is not None and (

@@ -15,13 +15,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QCursor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
 from app.theme import colors_for, style_plot
 from app.views.concurrent_source import timeline_end
+from app.views.draw_pacer import DrawPacer
 from app.views.measured import MeasuredRun
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from solver.document.units import format_ms, format_size
@@ -85,12 +86,11 @@ class MemoryView(QWidget):
         self._link: pg.PlotItem | None = None
         self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._build_items()
-        # graph, budget and result changes are drawn in an event of their own, coalesced: a
+        # graph, budget and result changes are drawn in a turn of their own, coalesced: a
         # slider drag or a burst of incumbents is drawn once, apart from the other views
         self._stale = False
         self._measured: MeasuredRun | None = None
-        self._redraw_timer = QTimer(self, singleShot=True, interval=0)
-        self._redraw_timer.timeout.connect(self._redraw)
+        self._pacer = DrawPacer.of(document)
         document.graph_changed.connect(self._on_document_graph_changed)
         document.memory_limits_changed.connect(self._on_document_memory_limits_changed)
         document.result_changed.connect(self._on_document_result_changed)
@@ -144,7 +144,7 @@ class MemoryView(QWidget):
         return self._plots[device].cursor
 
     def flush(self) -> None:
-        """Draw a change that waits for its own event, now (before reading the plots)."""
+        """Draw a change that waits for its own turn, now (before reading the plots)."""
         if self._stale:
             self._redraw()
 
@@ -296,7 +296,11 @@ class MemoryView(QWidget):
 
     def _redraw_later(self) -> None:
         self._stale = True
-        self._redraw_timer.start()
+        self._pacer.request(self, self._redraw_if_stale)
+
+    def _redraw_if_stale(self) -> None:
+        if self._stale:  # not drawn since (a read, a measured run or a new source drew it)
+            self._redraw()
 
     def _on_document_selection_changed(self) -> None:
         if self._stale:
@@ -318,7 +322,6 @@ class MemoryView(QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
-        self._redraw_timer.stop()
         self._stale = False
         self._ensure_plots()
         timeline = self.timeline()
