@@ -124,22 +124,25 @@ class ChildTask(QObject):
         return worker
 
     def _on_worker_finished(self, value: object) -> None:
-        worker = self._end()
-        if worker is not None and worker.cancelled:
-            self._status(f"{self._title} cancelled", STATUS_TIMEOUT_MS)
-            self.cancelled.emit()
+        if self._ended_by_user():
             return
-        self._status("")
         self.finished.emit(value)
 
     def _on_worker_failed(self, message: str) -> None:
+        if self._ended_by_user():
+            return
+        self.failed.emit(message)
+
+    def _ended_by_user(self) -> bool:
+        """Close the progress box; if the user cancelled, say so and emit ``cancelled``
+        (whatever the cancelled job still delivered is dropped)."""
         worker = self._end()
         if worker is not None and worker.cancelled:
             self._status(f"{self._title} cancelled", STATUS_TIMEOUT_MS)
             self.cancelled.emit()
-            return
+            return True
         self._status("")
-        self.failed.emit(message)
+        return False
 
     def _status(self, text: str, timeout_ms: int = 0) -> None:
         status_bar = getattr(self._window, "statusBar", None)

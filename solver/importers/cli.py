@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
+from solver.document.graph import Graph
 from solver.document.graph_io import graph_to_dict, save_graph
 from solver.errors import XEngineError
 from solver.importers.aten_capture import DTYPES, InputSpec
@@ -27,7 +29,13 @@ from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
 from solver.importers.usage import OneLineParser
 
-__all__ = ["add_platform_arguments", "import_torch_command", "parse_shape", "parse_input"]
+__all__ = [
+    "add_platform_arguments",
+    "import_torch_command",
+    "parse_shape",
+    "parse_input",
+    "write_imported",
+]
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -159,27 +167,36 @@ def import_torch_command(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        graph = importer(
+    return write_imported(
+        lambda: importer(
             args.spec,
             inputs,
             level=args.level,
             devices=platform,
             cost_model=cost_model,  # type: ignore[arg-type]  # a mapping only with --capture fx
             name=args.name,
-        )
-        if args.output:
-            save_graph(graph, args.output)
+        ),
+        args.output,
+    )
+
+
+def write_imported(make_graph: Callable[[], Graph], output: str | None) -> int:
+    """Import (``make_graph()``), then write the graph to ``output`` atomically or print it;
+    0, or 2 with one line on stderr (the import commands' contract, spec/formats.md)."""
+    try:
+        graph = make_graph()
+        if output:
+            save_graph(graph, output)
         else:
             sys.stdout.write(json.dumps(graph_to_dict(graph), indent=1) + "\n")
     except XEngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"error: {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: {exc.filename or output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    if args.output:
-        print(f"{args.output}: {graph.n} nodes, {len(graph.edges)} edges", file=sys.stderr)
+    if output:
+        print(f"{output}: {graph.n} nodes, {len(graph.edges)} edges", file=sys.stderr)
     return 0
 
 

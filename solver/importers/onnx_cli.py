@@ -9,12 +9,7 @@ Same exit statuses and one-line errors as ``import-torch`` (spec/formats.md): 0 
 
 from __future__ import annotations
 
-import json
-import sys
-
-from solver.document.graph_io import graph_to_dict, save_graph
-from solver.errors import XEngineError
-from solver.importers.cli import add_platform_arguments, parse_shape
+from solver.importers.cli import add_platform_arguments, parse_shape, write_imported
 from solver.importers.hardware import make_platform
 from solver.importers.usage import OneLineParser
 
@@ -56,20 +51,9 @@ def import_onnx_command(argv: list[str]) -> int:
     from solver.importers.onnx_import import import_onnx
 
     platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
-    try:
-        graph = import_onnx(
+    return write_imported(
+        lambda: import_onnx(
             args.path, level=args.level, devices=platform, input_shape=args.input, name=args.name
-        )
-        if args.output:
-            save_graph(graph, args.output)
-        else:
-            sys.stdout.write(json.dumps(graph_to_dict(graph), indent=1) + "\n")
-    except XEngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    if args.output:
-        print(f"{args.output}: {graph.n} nodes, {len(graph.edges)} edges", file=sys.stderr)
-    return 0
+        ),
+        args.output,
+    )
