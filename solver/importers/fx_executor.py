@@ -62,6 +62,8 @@ __all__ = [
     "FxPlan",
     "plan_fx",
     "execute_fx_schedule",
+    "run_fx_schedule",
+    "check_backward_devices",
     "measure_fx_times",
     "fx_reference_gradients",
 ]
@@ -141,18 +143,77 @@ def execute_fx_schedule(
     sized = effective_graph(graph, schedule)
     timeline = check_schedule(sized, schedule)
     mapping = _device_map(torch, [d.name for d in graph.devices], device_map or {})
+    check_backward_devices(graph, schedule, mapping)  # before minutes of work, not after
     model, x = _build(torch, plan, seed)
     with one_thread(torch, mapping):  # the same kernels as the step: same rounding
         reference = fx_reference_gradients(plan, seed, model=model, x=x)
+    runtime, op_ms = run_fx_schedule(
+        torch, plan, schedule, timeline, sized, mapping, model, x, seed
+    )
+    compared = _compare(torch, runtime.gradients(), reference)
+    cuda_peak = runtime.cuda_peaks()
+    runtime.close()
+    return ExecutionReport.of_step(runtime, op_ms, timeline, sized, compared, mapping, cuda_peak)
+
+
+def run_fx_schedule(
+    torch,
+    plan: FxPlan,
+    schedule: Schedule,
+    timeline,
+    graph: Graph,
+    mapping: Mapping[str, Any],
+    model,
+    x,
+    seed: int = 0,
+) -> tuple[_FxRuntime, list[tuple[int, str, str, float, bool]]]:
+    """The step itself: every operation of ``schedule`` in order, releasing where ``timeline``
+    (its replay on ``graph``, the effective graph) frees; the runtime (tensors held, peaks,
+    gradients) and the per-operation rows.
+
+    Separate from :func:`execute_fx_schedule` so that the device handling can be tested
+    without a GPU, as :func:`solver.importers.executor.run_schedule` is: under
+    ``FakeTensorMode``, with a fake ``model`` and ``x``, a device mapped to ``cuda:0`` holds
+    fake CUDA tensors and an op that mixes devices raises.
+    """
+    check_backward_devices(graph, schedule, mapping)
     runtime = _FxRuntime(torch, plan, mapping, model, x)
-    runtime.last_reads = _last_reads(sized, schedule)
+    runtime.last_reads = _last_reads(graph, schedule)
+    runtime.reset_cuda_peaks()
     torch.manual_seed(seed + 1)
-    position, devices = order_of(sized)
+    position, devices = order_of(graph)
     with one_thread(torch, mapping):
         op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
-    compared = _compare(torch, runtime.gradients(), reference)
-    runtime.close()
-    return ExecutionReport.of_step(runtime, op_ms, timeline, sized, compared, mapping)
+    return runtime, op_ms
+
+
+def check_backward_devices(graph: Graph, schedule: Schedule, mapping: Mapping[str, Any]) -> None:
+    """Refuse a schedule whose backward node runs on another torch device than the latest
+    computation of its forward node before it: the backward runs through the autograd graph
+    that computation built, which holds the parameters (and saved tensors) of that device.
+
+    Raises
+    ------
+    ExecutionError
+        Naming the first such backward, in one line.
+    """
+    latest: dict[str, str] = {}
+    for _, op in schedule.operations:
+        node = graph.node(op.node)
+        if node.kind == "forward":
+            latest[node.id] = op.device
+            continue
+        where = latest.get(node.of or "")
+        if node.kind == "backward" and where is not None:
+            if mapping[where] != mapping[op.device]:
+                raise ExecutionError(
+                    f"{node.id} runs on {op.device} ({mapping[op.device]}), but {node.of} was "
+                    f"last computed on {where} ({mapping[where]}): the torch.fx executor runs "
+                    "a backward through autograd's graph on the torch device that built it; "
+                    "schedule the backward where its forward last ran, map both schedule "
+                    "devices to one torch device (--device-map gpu=cpu), or import with "
+                    "import-torch (ATen)"
+                )
 
 
 def measure_fx_times(plan: FxPlan, *, warmup: int = 1, repeats: int = 3) -> dict[str, float]:
@@ -248,7 +309,7 @@ class _FxRuntime:
         self.inputs: dict[str, Any] = {}
         for device in {str(d): d for d in self.mapping.values()}.values():
             here = device == x.device
-            self.modules[str(device)] = gm if here else copy.deepcopy(gm).to(device)
+            self.modules[str(device)] = gm if here else _module_on(torch, gm, device)
             self.inputs[str(device)] = x if here else x.to(device)
         self.fixed = {_storage_id(t) for t in self.inputs.values()}
         self.param_names: dict[int, str] = {}
@@ -589,12 +650,10 @@ class _FxRuntime:
         torch = self.torch
         target = self.mapping[device]
         record = self.records[of]
-        if record.device != target:
+        if record.device != target:  # check_backward_devices refuses such a schedule first
             raise ExecutionError(
-                f"{gid} runs on {device} ({target}), but {of} was last computed on "
-                f"{record.device}: the torch.fx executor runs a backward through autograd's "
-                "graph on the torch device that built it; map both schedule devices to one "
-                "torch device (--device-map gpu=cpu), or import with import-torch (ATen)"
+                f"{gid} runs on {target}, but autograd's graph of {of} is on {record.device}; "
+                "the schedule and the executor disagree (report this)"
             )
         kinds = {g: self.graph.node(g).kind for g in values}
         pieces = [v[of] for g, v in values.items() if kinds[g] != "forward" and of in v]
@@ -696,6 +755,20 @@ class _FxRuntime:
         used = _storage_bytes(self.torch, tensors, self.fixed)
         self.peak[device] = max(self.peak[device], used)
 
+    def reset_cuda_peaks(self) -> None:
+        """Start ``torch.cuda.max_memory_allocated`` afresh on every GPU the step uses."""
+        for dev in {str(d): d for d in self.mapping.values() if d.type == "cuda"}.values():
+            self.torch.cuda.reset_peak_memory_stats(dev)
+
+    def cuda_peaks(self) -> dict[str, int]:
+        """``torch.cuda.max_memory_allocated`` per schedule device mapped to a GPU (fixed
+        memory included: the model's copy on that GPU and the batch)."""
+        return {
+            name: int(self.torch.cuda.max_memory_allocated(dev))
+            for name, dev in self.mapping.items()
+            if dev.type == "cuda"
+        }
+
     def gradients(self) -> dict[str, Any]:
         """Parameter gradients by name (zeros for a parameter no node reached)."""
         module = next(iter(self.modules.values()))
@@ -732,6 +805,18 @@ def _copied(value: Mapping[str, Any], device) -> dict[str, Any]:
             done[ident] = tensor.to(device, copy=True)
         result[key] = done[ident]
     return result
+
+
+def _module_on(torch, gm, device):
+    """A copy of ``gm`` whose parameters and buffers are made directly on ``device`` (not
+    copied on the host first, then moved: that held a second host copy of every weight, and
+    under ``FakeTensorMode`` a deep copy leaves the mode that the step runs in)."""
+    memo: dict[int, Any] = {}
+    for p in gm.parameters():
+        memo[id(p)] = torch.nn.Parameter(p.detach().to(device), requires_grad=p.requires_grad)
+    for b in gm.buffers():
+        memo[id(b)] = b.to(device)
+    return copy.deepcopy(gm, memo)
 
 
 def _ancestors_here(node, owner: Mapping[str, str]):

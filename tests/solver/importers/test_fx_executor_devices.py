@@ -1,0 +1,241 @@
+"""The torch.fx executor's GPU path, without a GPU.
+
+As for the ATen executor (test_executor_devices.py), the step runs under ``FakeTensorMode``
+(shapes, dtypes and devices, no data): an op that mixes two torch devices raises, so a
+heterogeneous schedule checks every placement the executor makes: parameters and the batch per
+device, copies between devices, the loss, gradients handed across devices, recomputation.
+
+What differs: the fx executor's step *is* autograd, and autograd on a fake CUDA tensor aborts a
+CPU-only torch build (the whole process: ``PyTorch is not linked with support for cuda devices``,
+raised while autograd records an input's device stream). So the step runs with the schedule's
+``gpu`` mapped to ``meta``, a second torch device that autograd accepts, and the clock treats
+``meta`` as ``cuda:0`` (so every GPU timing is a CUDA synchronisation). What needs ``cuda`` itself
+and no autograd is checked with ``cuda:0``: the model's copy on the GPU, the batch there, the
+CUDA peak calls, the refusal of a schedule that splits a forward and its backward across torch
+devices.
+
+Not checked here (needs a real GPU):
+
+* the CUDA kernels themselves: on ``meta``, dropout takes the CPU's unfused path, where a real
+  GPU would run ``native_dropout`` (its mask is ``bool``, as the executor keeps the CPU's mask:
+  the same bytes) if the executor did not draw the mask on the CPU;
+* values: ``_mask_scale`` (is a saved tensor dropout's scaled noise?) and ``_derived_match``
+  (is it a reshaped copy of an input?) read data, so the fake step replaces the first by its
+  answer for dropout's noise and uses a model where the second never compares (no matmul of
+  transposed views); gradients are compared with ``loss.backward()`` only in the CPU run;
+* ``torch.cuda.max_memory_allocated`` against the executor's own count, and the time.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+from solver.execution.simulate import check_schedule, effective_graph  # noqa: E402
+from solver.importers import executor, fx_executor  # noqa: E402
+from solver.importers.executor import ExecutionError  # noqa: E402
+from solver.importers.fx_executor import (  # noqa: E402
+    execute_fx_schedule,
+    plan_fx,
+    run_fx_schedule,
+)
+from solver.optimize.baselines import schedule_with_checkpoints  # noqa: E402
+
+
+class Net(torch.nn.Module):
+    """Conv + max-pool (indices in the pool's bundle), a flatten view read by the next layer,
+    dropout (its mask in the bundle), a residual addition (a gradient summed from two
+    consumers); no batch norm (its kernel asks the CUDA runtime)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc1 = torch.nn.Linear(8 * 8 * 8, 64)
+        self.fc2 = torch.nn.Linear(64, 64)
+        self.drop = torch.nn.Dropout(0.5)
+        self.fc3 = torch.nn.Linear(64, 64)
+        self.head = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv(x)))
+        h = torch.relu(self.fc1(x.flatten(1)))
+        y = self.drop(torch.relu(self.fc2(h)))
+        return self.head(torch.relu(self.fc3(y)) + h)
+
+
+SPEC = f"{__name__}:Net"
+SHAPE = (4, 3, 16, 16)
+#: Forward nodes (and their backward nodes) placed on the GPU; the loss is there too.
+ON_GPU = {"fc2", "fc3", "add", "head"}
+STAND_IN = torch.device("meta")  # the GPU of the fake step (see the module's docstring)
+CUDA = torch.device("cuda:0")
+
+
+@functools.cache
+def plan():
+    return plan_fx(SPEC, SHAPE)
+
+
+def schedule(backward_of_fc3: str = "gpu"):
+    """Layers conv..fc1 on the CPU, the rest and the loss on the GPU, each backward where its
+    forward runs (unless ``backward_of_fc3`` says otherwise); conv's and fc3's outputs are
+    not kept, so both devices recompute."""
+    graph = plan().graph
+    placement = []
+    for node in graph.nodes:
+        layer = node.of if node.kind == "backward" else node.id
+        placement.append("gpu" if layer in ON_GPU or node.kind == "loss" else "cpu")
+    placement[graph.index["fc3.grad"]] = backward_of_fc3
+    keep = lambda i, t, recomputed: graph.nodes[i].id not in ("conv", "fc3")  # noqa: E731
+    return graph, schedule_with_checkpoints(graph, placement, keep, "by hand")
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch.cuda as a GPU machine would answer; the calls the executor makes are recorded."""
+    calls: list[tuple[str, str]] = []
+    cuda = torch.cuda
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(
+        cuda, "synchronize", lambda device=None: calls.append(("sync", str(device)))
+    )
+    monkeypatch.setattr(
+        cuda, "reset_peak_memory_stats", lambda device=None: calls.append(("reset", str(device)))
+    )
+    monkeypatch.setattr(cuda, "max_memory_allocated", lambda device=None: 12345)
+    monkeypatch.setattr(cuda, "get_rng_state_all", lambda: [])
+    monkeypatch.setattr(cuda, "set_rng_state_all", lambda states: None)
+    return calls
+
+
+def run_fake(graph, sched, mapping, monkeypatch, fake_cuda):
+    """Run ``sched`` on fake tensors. Returns the runtime, the per-operation rows, the
+    gradients, the torch devices of every tensor held per schedule device, and per operation
+    the CUDA synchronisations made while it ran."""
+    timeline = check_schedule(effective_graph(graph, sched), sched)
+    seen: dict[str, set[str]] = {name: set() for name in mapping}
+    measure = fx_executor._FxRuntime._measure
+
+    def checked(self, device, extra=()):
+        tensors = [t for held in self.store[device].values() for t in held.values()]
+        tensors += [t for held in self.copies.values() for t in held.values()]
+        tensors += [t for where, kept in self.held.values() if where == device for t in kept]
+        seen[device] |= {str(t.device) for t in [*tensors, *extra] if t is not None}
+        measure(self, device, extra)
+
+    syncs: list[tuple[str, str, int]] = []
+    run_group = fx_executor._FxRuntime.run_group
+
+    def counted(self, gid, device, sources):
+        before = len(fake_cuda)
+        ms = run_group(self, gid, device, sources)
+        syncs.append((gid, device, fake_cuda[before:].count(("sync", str(CUDA)))))
+        return ms
+
+    def clock(torch, target):
+        return executor.clock(torch, CUDA if target == STAND_IN else target)
+
+    monkeypatch.setattr(fx_executor._FxRuntime, "_measure", checked)
+    monkeypatch.setattr(fx_executor._FxRuntime, "run_group", counted)
+    monkeypatch.setattr(fx_executor, "clock", clock)
+    # values cannot be read: dropout's saved noise is its scaled mask (the real test's answer)
+    monkeypatch.setattr(
+        fx_executor, "_mask_scale", lambda torch, t: 2.0 if t.is_floating_point() else None
+    )
+    with FakeTensorMode():
+        model, x = fx_executor._build(torch, plan(), 0)
+        runtime, op_ms = run_fx_schedule(
+            torch, plan(), sched, timeline, effective_graph(graph, sched), mapping, model, x
+        )
+        grads = runtime.gradients()
+    return runtime, op_ms, grads, seen, syncs
+
+
+def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cuda, monkeypatch):
+    graph, sched = schedule()
+    timeline = check_schedule(effective_graph(graph, sched), sched)
+    assert {op.device for _, op in sched.operations} == {"cpu", "gpu"}
+    moves = {(t.source, t.target) for t in timeline.transfers}
+    assert moves == {("cpu", "gpu"), ("gpu", "cpu")}
+    recomputed = {(e.node, e.device) for e in timeline.ops if e.recompute}
+    assert {("conv", "cpu"), ("fc3", "gpu")} <= recomputed
+    mapping = {"gpu": STAND_IN, "cpu": torch.device("cpu")}
+    runtime, op_ms, grads, seen, syncs = run_fake(graph, sched, mapping, monkeypatch, fake_cuda)
+    assert seen == {"gpu": {"meta"}, "cpu": {"cpu"}}
+    assert [(row[1], row[2]) for row in op_ms] == [
+        (op.node, op.device) for _, op in sched.operations
+    ]
+    # every GPU operation and every copy into the GPU is timed by the synchronised clock
+    # (start and end; a forward per fx node it runs); nothing on the CPU synchronises
+    parts = plan().parts
+    expected = [
+        (op.node, op.device, 2 * (len(parts.get(op.node, ())) or 1) + 2 * len(op.inputs))
+        if op.device == "gpu"
+        else (op.node, op.device, 0)
+        for _, op in sched.operations
+    ]
+    assert syncs == expected
+    assert ("fc2.grad", "gpu", 4) in syncs  # fc1's output copied in for the backward
+    # gradients come back to the CPU, one per parameter, shaped like it
+    params = dict(Net().named_parameters())
+    assert {k: (v.device.type, tuple(v.shape)) for k, v in grads.items()} == {
+        k: ("cpu", tuple(p.shape)) for k, p in params.items()
+    }
+    assert set(runtime.param_grads) == set(params)  # every one computed, none left zero
+    # the bytes held per device are the ones a CPU-only run of the same schedule holds
+    real = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
+    assert real.gradients_match
+    assert runtime.peak == real.measured_peak
+    assert real.measured_peak["gpu"] > 0 and real.measured_peak["cpu"] > 0
+
+
+def test_the_gpu_gets_its_own_copy_of_the_model_and_the_batch_as_fixed_memory(
+    fake_cuda, monkeypatch
+):
+    """With ``cuda:0`` itself (no autograd: the walk is left out): parameters, buffers and the
+    batch are made on the GPU, named as on the CPU, and are fixed memory (never counted in a
+    peak); the CUDA peak statistics are reset once before the step and read per device."""
+    graph, sched = schedule()
+    sized = effective_graph(graph, sched)
+    timeline = check_schedule(sized, sched)
+    monkeypatch.setattr(fx_executor, "walk_schedule", lambda *args: [])
+    mapping = {"gpu": CUDA, "cpu": torch.device("cpu")}
+    with FakeTensorMode():
+        model, x = fx_executor._build(torch, plan(), 0)
+        runtime, op_ms = run_fx_schedule(torch, plan(), sched, timeline, sized, mapping, model, x)
+    assert fake_cuda == [("reset", "cuda:0")]
+    assert runtime.cuda_peaks() == {"gpu": 12345}
+    assert set(runtime.modules) == {"cpu", "cuda:0"}
+    on_cpu = dict(runtime.modules["cpu"].named_parameters())
+    on_gpu = dict(runtime.modules["cuda:0"].named_parameters())
+    assert on_cpu.keys() == on_gpu.keys() == dict(Net().named_parameters()).keys()
+    for name, p in on_gpu.items():
+        assert (p.device, p.shape, p.requires_grad) == (CUDA, on_cpu[name].shape, True), name
+        assert runtime.param_names[id(p)] == name
+    assert {str(t.device) for t in runtime.inputs.values()} == {"cpu", "cuda:0"}
+    held = [*on_cpu.values(), *on_gpu.values(), *runtime.inputs.values()]
+    assert {fx_executor._storage_id(t) for t in held} <= runtime.fixed
+
+
+def test_a_backward_split_from_its_forward_across_torch_devices_is_refused_in_one_line(fake_cuda):
+    """fc3 runs (and is recomputed) on the GPU, its backward on the CPU: autograd's graph of
+    fc3 holds the GPU's weights. Refused before anything runs; with ``gpu=cpu`` it runs."""
+    graph, sched = schedule(backward_of_fc3="cpu")
+    with pytest.raises(ExecutionError) as error:
+        execute_fx_schedule(plan(), graph, sched, {"gpu": "cuda:0", "cpu": "cpu"})
+    assert str(error.value) == (
+        "fc3.grad runs on cpu (cpu), but fc3 was last computed on gpu (cuda:0): the torch.fx "
+        "executor runs a backward through autograd's graph on the torch device that built it; "
+        "schedule the backward where its forward last ran, map both schedule devices to one "
+        "torch device (--device-map gpu=cpu), or import with import-torch (ATen)"
+    )
+    assert fake_cuda == []  # refused before the model was placed or the clock ran
+    report = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
+    assert report.gradients_match
+    assert len(report.op_ms) == len(sched.operations)
