@@ -33,6 +33,7 @@ saved so far, copied inputs). Tensors autograd allocates inside one ``autograd.g
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import statistics
 import weakref
@@ -413,7 +414,7 @@ class _FxRuntime:
                     (node.args, node.kwargs),
                     lambda n: self._resolve(n, env, derived, leaves, module, target, gid),
                 )
-                inplace = self._in_place(node, args, env, needed[j], module)
+                inplace = self._in_place(node, args, kwargs, env, needed[j], module)
                 start = clock(torch, target)
                 env[name] = inplace(args[0]) if inplace else self._call(node, args, kwargs, module)
                 elapsed += clock(torch, target) - start
@@ -459,6 +460,10 @@ class _FxRuntime:
         return value
 
     def _call(self, node, args, kwargs, module):
+        if _activation(node, module) == "dropout":
+            drop = _dropout_arguments(self.torch, node, args, kwargs, module)
+            if drop is not None:
+                return _dropout(self.torch, *drop)
         if node.op == "call_module":
             return module.get_submodule(node.target)(*args, **kwargs)
         if node.op == "call_function":
@@ -472,7 +477,7 @@ class _FxRuntime:
             return value
         raise ExecutionError(f"fx node {node.name!r} ({node.op}) cannot be run")
 
-    def _in_place(self, node, args, env, needed: set[str], module):
+    def _in_place(self, node, args, kwargs, env, needed: set[str], module):
         """ReLU or dropout in place on a tensor of this node that nothing reads afterwards and
         autograd has not saved (BN's output before a ReLU): the fused kernel a framework runs,
         without the transient second copy that the node's memory does not count."""
@@ -494,8 +499,11 @@ class _FxRuntime:
         if kind == "relu":
             return torch.relu_
         if kind == "dropout":
-            p, training = module.get_submodule(node.target).p, module.training
-            return lambda t: torch.nn.functional.dropout(t, p, training, inplace=True)
+            drop = _dropout_arguments(torch, node, args, kwargs, module)
+            if drop is None:
+                return None
+            _, p, training, _ = drop
+            return lambda t: _dropout(torch, t, p, training, True)
         return None
 
     def _needed_after(self, gid: str) -> list[set[str]]:
@@ -856,6 +864,46 @@ def _activation(node, module) -> str:
         return "dropout" if type(sub) is torch.nn.Dropout else ""
     name = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
     return name if name in ("relu", "dropout") else ""
+
+
+def _dropout_arguments(torch, node, args, kwargs, module) -> tuple | None:
+    """``(input, p, training, inplace)`` of a dropout fx node (an ``nn.Dropout`` or a call of
+    ``torch.nn.functional.dropout``, positional or by keyword), or ``None`` for another form
+    (run as written)."""
+    if node.op == "call_module":
+        sub = module.get_submodule(node.target)
+        return args[0], sub.p, sub.training, sub.inplace
+    if node.op != "call_function" or node.target is not torch.nn.functional.dropout:
+        return None
+    bound = inspect.signature(torch.nn.functional.dropout).bind(*args, **kwargs)
+    bound.apply_defaults()
+    a = bound.arguments
+    return a["input"], a["p"], a["training"], a["inplace"]
+
+
+def _dropout(torch, tensor, p: float, training: bool, inplace: bool):
+    """Dropout whose mask the CPU's generator draws, on any device: on the CPU the kernel
+    itself, elsewhere :func:`_host_dropout`. A GPU's own kernel draws from the GPU's
+    generator: other masks than ``loss.backward()`` on the CPU (the reference) draws, other
+    gradients, and the comparison would fail on every network with dropout."""
+    if tensor.device.type == "cpu":
+        return torch.nn.functional.dropout(tensor, p, training, inplace)
+    return _host_dropout(torch, tensor, p, training, inplace)
+
+
+def _host_dropout(torch, tensor, p: float, training: bool, inplace: bool):
+    """What the CPU's dropout kernel does (ATen's ``_dropout_impl``), its mask drawn on the
+    CPU and applied where ``tensor`` is: ``bernoulli_(1 - p)`` on a tensor like the input,
+    divided by ``1 - p``, multiplied in. Autograd saves the scaled mask, as on the CPU; the
+    draw and the copy of the mask are in the layer's time."""
+    if p == 0 or not training or tensor.numel() == 0:
+        return tensor
+    if p == 1:
+        noise = torch.zeros((), dtype=tensor.dtype, device=tensor.device)
+    else:
+        noise = torch.empty_like(tensor, device="cpu").bernoulli_(1 - p).div_(1 - p)
+        noise = noise.to(tensor.device)
+    return tensor.mul_(noise) if inplace else tensor * noise
 
 
 def _mask_scale(torch, tensor) -> float | None:

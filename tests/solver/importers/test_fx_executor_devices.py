@@ -49,8 +49,8 @@ from solver.optimize.baselines import schedule_with_checkpoints  # noqa: E402
 
 class Net(torch.nn.Module):
     """Conv + max-pool (indices in the pool's bundle), a flatten view read by the next layer,
-    dropout (its mask in the bundle), a residual addition (a gradient summed from two
-    consumers); no batch norm (its kernel asks the CUDA runtime)."""
+    dropout (its mask in the bundle; once in place), a residual addition (a gradient summed
+    from two consumers); no batch norm (its kernel asks the CUDA runtime)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -60,13 +60,14 @@ class Net(torch.nn.Module):
         self.fc2 = torch.nn.Linear(64, 64)
         self.drop = torch.nn.Dropout(0.5)
         self.fc3 = torch.nn.Linear(64, 64)
+        self.drop3 = torch.nn.Dropout(0.25)
         self.head = torch.nn.Linear(64, 10)
 
     def forward(self, x):
         x = self.pool(torch.relu(self.conv(x)))
         h = torch.relu(self.fc1(x.flatten(1)))
-        y = self.drop(torch.relu(self.fc2(h)))
-        return self.head(torch.relu(self.fc3(y)) + h)
+        y = self.drop(torch.relu(self.fc2(h)))  # on ReLU's output, which autograd saves
+        return self.head(torch.relu(self.drop3(self.fc3(y))) + h)  # in place
 
 
 SPEC = f"{__name__}:Net"
@@ -84,15 +85,15 @@ def plan():
 
 def schedule(backward_of_fc3: str = "gpu"):
     """Layers conv..fc1 on the CPU, the rest and the loss on the GPU, each backward where its
-    forward runs (unless ``backward_of_fc3`` says otherwise); conv's and fc3's outputs are
-    not kept, so both devices recompute."""
+    forward runs (unless ``backward_of_fc3`` says otherwise); the outputs of conv, fc2 and fc3
+    are not kept, so both devices recompute (both GPU layers with dropout)."""
     graph = plan().graph
     placement = []
     for node in graph.nodes:
         layer = node.of if node.kind == "backward" else node.id
         placement.append("gpu" if layer in ON_GPU or node.kind == "loss" else "cpu")
     placement[graph.index["fc3.grad"]] = backward_of_fc3
-    keep = lambda i, t, recomputed: graph.nodes[i].id not in ("conv", "fc3")  # noqa: E731
+    keep = lambda i, t, recomputed: graph.nodes[i].id not in ("conv", "fc2", "fc3")  # noqa: E731
     return graph, schedule_with_checkpoints(graph, placement, keep, "by hand")
 
 
@@ -116,8 +117,8 @@ def fake_cuda(monkeypatch):
 
 def run_fake(graph, sched, mapping, monkeypatch, fake_cuda):
     """Run ``sched`` on fake tensors. Returns the runtime, the per-operation rows, the
-    gradients, the torch devices of every tensor held per schedule device, and per operation
-    the CUDA synchronisations made while it ran."""
+    gradients, the torch devices of every tensor held per schedule device, per operation the
+    CUDA synchronisations made while it ran, and the dropouts whose mask the CPU drew."""
     timeline = check_schedule(effective_graph(graph, sched), sched)
     seen: dict[str, set[str]] = {name: set() for name in mapping}
     measure = fx_executor._FxRuntime._measure
@@ -141,6 +142,14 @@ def run_fake(graph, sched, mapping, monkeypatch, fake_cuda):
     def clock(torch, target):
         return executor.clock(torch, CUDA if target == STAND_IN else target)
 
+    host_dropout = fx_executor._host_dropout
+
+    def recorded(torch, tensor, p, training, inplace):
+        drops.append((str(tensor.device), p, inplace))
+        return host_dropout(torch, tensor, p, training, inplace)
+
+    drops: list[tuple[str, float, bool]] = []
+    monkeypatch.setattr(fx_executor, "_host_dropout", recorded)
     monkeypatch.setattr(fx_executor._FxRuntime, "_measure", checked)
     monkeypatch.setattr(fx_executor._FxRuntime, "run_group", counted)
     monkeypatch.setattr(fx_executor, "clock", clock)
@@ -154,7 +163,7 @@ def run_fake(graph, sched, mapping, monkeypatch, fake_cuda):
             torch, plan(), sched, timeline, effective_graph(graph, sched), mapping, model, x
         )
         grads = runtime.gradients()
-    return runtime, op_ms, grads, seen, syncs
+    return runtime, op_ms, grads, seen, syncs, drops
 
 
 def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cuda, monkeypatch):
@@ -165,8 +174,12 @@ def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cu
     assert moves == {("cpu", "gpu"), ("gpu", "cpu")}
     recomputed = {(e.node, e.device) for e in timeline.ops if e.recompute}
     assert {("conv", "cpu"), ("fc3", "gpu")} <= recomputed
+    real = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})  # before the patches
+    assert real.gradients_match
     mapping = {"gpu": STAND_IN, "cpu": torch.device("cpu")}
-    runtime, op_ms, grads, seen, syncs = run_fake(graph, sched, mapping, monkeypatch, fake_cuda)
+    runtime, op_ms, grads, seen, syncs, drops = run_fake(
+        graph, sched, mapping, monkeypatch, fake_cuda
+    )
     assert seen == {"gpu": {"meta"}, "cpu": {"cpu"}}
     assert [(row[1], row[2]) for row in op_ms] == [
         (op.node, op.device) for _, op in sched.operations
@@ -182,6 +195,11 @@ def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cu
     ]
     assert syncs == expected
     assert ("fc2.grad", "gpu", 4) in syncs  # fc1's output copied in for the backward
+    # dropout on the GPU: the mask drawn on the CPU, as the reference draws it (the GPU's
+    # generator draws others), at each computation of fc2 (not in place) and fc3 (in place)
+    runs = [op.node for _, op in sched.operations if op.node in ("fc2", "fc3")]
+    assert runs.count("fc2") >= 2 and runs.count("fc3") >= 2  # recomputed
+    assert drops == [("meta", 0.5, False) if g == "fc2" else ("meta", 0.25, True) for g in runs]
     # gradients come back to the CPU, one per parameter, shaped like it
     params = dict(Net().named_parameters())
     assert {k: (v.device.type, tuple(v.shape)) for k, v in grads.items()} == {
@@ -189,8 +207,6 @@ def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cu
     }
     assert set(runtime.param_grads) == set(params)  # every one computed, none left zero
     # the bytes held per device are the ones a CPU-only run of the same schedule holds
-    real = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
-    assert real.gradients_match
     assert runtime.peak == real.measured_peak
     assert real.measured_peak["gpu"] > 0 and real.measured_peak["cpu"] > 0
 
@@ -239,3 +255,58 @@ def test_a_backward_split_from_its_forward_across_torch_devices_is_refused_in_on
     report = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
     assert report.gradients_match
     assert len(report.op_ms) == len(sched.operations)
+
+
+def test_dropout_off_the_cpu_draws_the_cpu_kernels_mask():
+    """The GPU path's dropout (mask drawn on the CPU, applied on the device; run here on the
+    CPU) gives the CPU kernel's output and gradient bit for bit, in place or not, for any
+    layout, and leaves the generator where the kernel leaves it."""
+    dropout = torch.nn.functional.dropout
+    for x in (torch.randn(3, 7), torch.randn(2, 4, 5, 5).to(memory_format=torch.channels_last)):
+        for p in (0.0, 0.3, 1.0):
+            for inplace in (False, True):
+                a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+                torch.manual_seed(3)
+                ya, after_a = dropout(a * 1, p, True, inplace), torch.rand(4)
+                torch.manual_seed(3)
+                yb = fx_executor._host_dropout(torch, b * 1, p, True, inplace)
+                assert torch.equal(ya, yb) and torch.equal(after_a, torch.rand(4))
+                (ga,) = torch.autograd.grad((ya * x).sum(), a)
+                (gb,) = torch.autograd.grad((yb * x).sum(), b)
+                assert torch.equal(ga, gb)
+
+
+def test_a_step_whose_dropouts_all_draw_on_the_host_matches_torch(monkeypatch):
+    """The whole step with every dropout taking the GPU's path (both devices on the CPU):
+    recomputed masks replay, in place or not, and the gradients still equal
+    ``loss.backward()``; each device holds what the CPU kernel's step holds."""
+    graph, sched = schedule()
+    kernel = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
+    monkeypatch.setattr(fx_executor, "_dropout", fx_executor._host_dropout)
+    host = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
+    assert host.gradients_match and kernel.gradients_match
+    assert host.measured_peak == kernel.measured_peak
+
+
+class KeywordDropout(torch.nn.Module):
+    """``F.dropout(x, p=..., training=...)``: one positional argument, as a ReLU has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.out = torch.nn.Linear(16, 32), torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.out(torch.nn.functional.dropout(self.fc(x), p=0.1, training=self.training))
+
+
+def test_functional_dropout_with_keyword_arguments_runs():
+    """It ran in place with the arguments of an ``nn.Dropout`` module it does not have
+    (``AttributeError: 'function' object has no attribute 'split'``, a traceback)."""
+    from solver.optimize.methods import solve
+
+    fx = plan_fx(f"{__name__}:KeywordDropout", (4, 16))
+    assert fx.parts["fc"] == ("fc", "dropout")
+    result = solve(fx.graph, "checkpoint-all:gpu")
+    report = execute_fx_schedule(fx, fx.graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match
+    assert report.measured_peak == report.predicted_peak
