@@ -184,17 +184,21 @@ def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cu
     assert [(row[1], row[2]) for row in op_ms] == [
         (op.node, op.device) for _, op in sched.operations
     ]
-    # every GPU operation and every copy into the GPU is timed by the synchronised clock
-    # (start and end; a forward per fx node it runs); nothing on the CPU synchronises
+    # every GPU operation and every copy from or to the GPU is timed by the synchronised
+    # clock (start and end; a forward per fx node it runs); nothing else synchronises
     parts = plan().parts
     expected = [
-        (op.node, op.device, 2 * (len(parts.get(op.node, ())) or 1) + 2 * len(op.inputs))
-        if op.device == "gpu"
-        else (op.node, op.device, 0)
+        (
+            op.node,
+            op.device,
+            2 * len(op.inputs) + (op.device == "gpu") * 2 * len(parts.get(op.node, "-")),
+        )
         for _, op in sched.operations
     ]
     assert syncs == expected
     assert ("fc2.grad", "gpu", 4) in syncs  # fc1's output copied in for the backward
+    assert ("fc1.grad", "cpu", 4) in syncs  # two gradients copied out of the GPU
+    assert ("fc1", "cpu", 0) in syncs
     # dropout on the GPU: the mask drawn on the CPU, as the reference draws it (the GPU's
     # generator draws others), at each computation of fc2 (not in place) and fc3 (in place)
     runs = [op.node for _, op in sched.operations if op.node in ("fc2", "fc3")]
@@ -216,16 +220,28 @@ def test_the_gpu_gets_its_own_copy_of_the_model_and_the_batch_as_fixed_memory(
 ):
     """With ``cuda:0`` itself (no autograd: the walk is left out): parameters, buffers and the
     batch are made on the GPU, named as on the CPU, and are fixed memory (never counted in a
-    peak); the CUDA peak statistics are reset once before the step and read per device."""
+    peak); the CUDA peak statistics are reset once before the step and read per device; the
+    step runs without TF32."""
     graph, sched = schedule()
     sized = effective_graph(graph, sched)
     timeline = check_schedule(sized, sched)
-    monkeypatch.setattr(fx_executor, "walk_schedule", lambda *args: [])
+    backends = torch.backends
+    tf32 = backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32
+    during = []
+
+    def walk(*args):
+        during.append((backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32))
+        return []
+
+    monkeypatch.setattr(fx_executor, "walk_schedule", walk)
     mapping = {"gpu": CUDA, "cpu": torch.device("cpu")}
     with FakeTensorMode():
         model, x = fx_executor._build(torch, plan(), 0)
         runtime, op_ms = run_fx_schedule(torch, plan(), sched, timeline, sized, mapping, model, x)
     assert fake_cuda == [("reset", "cuda:0")]
+    # full float32 while the step runs (TF32 convolutions miss the reference by ~1e-3)
+    assert during == [(False, False)]
+    assert (backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32) == tf32
     assert runtime.cuda_peaks() == {"gpu": 12345}
     assert set(runtime.modules) == {"cpu", "cuda:0"}
     on_cpu = dict(runtime.modules["cpu"].named_parameters())
