@@ -3,27 +3,31 @@
 As for the ATen executor (test_executor_devices.py), the step runs under ``FakeTensorMode``
 (shapes, dtypes and devices, no data): an op that mixes two torch devices raises, so a
 heterogeneous schedule checks every placement the executor makes: parameters and the batch per
-device, copies between devices, the loss, gradients handed across devices, recomputation.
+device, copies between devices, the loss, gradients handed across devices, recomputation,
+dropout.
 
 What differs: the fx executor's step *is* autograd, and autograd on a fake CUDA tensor aborts a
 CPU-only torch build (the whole process: ``PyTorch is not linked with support for cuda devices``,
 raised while autograd records an input's device stream). So the step runs with the schedule's
 ``gpu`` mapped to ``meta``, a second torch device that autograd accepts, and the clock treats
-``meta`` as ``cuda:0`` (so every GPU timing is a CUDA synchronisation). What needs ``cuda`` itself
-and no autograd is checked with ``cuda:0``: the model's copy on the GPU, the batch there, the
-CUDA peak calls, the refusal of a schedule that splits a forward and its backward across torch
-devices.
+``meta`` as ``cuda:0`` (every GPU timing is then a CUDA synchronisation). What needs ``cuda``
+itself and no autograd is checked with ``cuda:0``: the model's copy and the batch on the GPU,
+the CUDA peak calls, TF32 off while the step runs, the refusal of a schedule that splits a
+forward and its backward across torch devices.
 
 Not checked here (needs a real GPU):
 
-* the CUDA kernels themselves: on ``meta``, dropout takes the CPU's unfused path, where a real
-  GPU would run ``native_dropout`` (its mask is ``bool``, as the executor keeps the CPU's mask:
-  the same bytes) if the executor did not draw the mask on the CPU;
-* values: ``_mask_scale`` (is a saved tensor dropout's scaled noise?) and ``_derived_match``
-  (is it a reshaped copy of an input?) read data, so the fake step replaces the first by its
-  answer for dropout's noise and uses a model where the second never compares (no matmul of
-  transposed views); gradients are compared with ``loss.backward()`` only in the CPU run;
-* ``torch.cuda.max_memory_allocated`` against the executor's own count, and the time.
+* CUDA's kernels: on ``meta`` every op runs its meta kernel, which saves for autograd what the
+  CPU's kernel saves; a CUDA-only kernel that saves something else (cuDNN's batch norm, fused
+  attention) is not seen. Batch norm cannot run on fake CUDA at all (its kernel asks the CUDA
+  runtime), so these models have none.
+* Values: two decisions of the executor read data: ``_mask_scale`` (is a saved tensor
+  dropout's scaled mask?) and ``_derived_match`` (is it a reshaped copy of an input?). The
+  fake step is given the answers of the real CPU run of the same schedule, in the order they
+  were asked (and must ask exactly as often). Gradients are compared with ``loss.backward()``
+  in the CPU run only; that the GPU draws the same dropout masks is checked by running the
+  GPU's dropout on the CPU.
+* ``torch.cuda.max_memory_allocated`` against the executor's own count, and the times.
 """
 
 from __future__ import annotations
@@ -44,13 +48,14 @@ from solver.importers.fx_executor import (  # noqa: E402
     plan_fx,
     run_fx_schedule,
 )
+from solver.importers.zoo_models import TransformerBlock  # noqa: E402
 from solver.optimize.baselines import schedule_with_checkpoints  # noqa: E402
 
 
 class Net(torch.nn.Module):
     """Conv + max-pool (indices in the pool's bundle), a flatten view read by the next layer,
     dropout (its mask in the bundle; once in place), a residual addition (a gradient summed
-    from two consumers); no batch norm (its kernel asks the CUDA runtime)."""
+    from two consumers); no batch norm."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -70,30 +75,47 @@ class Net(torch.nn.Module):
         return self.head(torch.relu(self.drop3(self.fc3(y))) + h)  # in place
 
 
-SPEC = f"{__name__}:Net"
-SHAPE = (4, 3, 16, 16)
-#: Forward nodes (and their backward nodes) placed on the GPU; the loss is there too.
-ON_GPU = {"fc2", "fc3", "add", "head"}
+class SmallBlock(TransformerBlock):
+    """The zoo's encoder block, narrow: matmuls of transposed views (autograd saves reshaped
+    copies of their operands), softmax, GELU, LayerNorm, four dropouts."""
+
+    def __init__(self) -> None:
+        super().__init__(d_model=64, heads=4, d_ff=128)
+
+
 STAND_IN = torch.device("meta")  # the GPU of the fake step (see the module's docstring)
 CUDA = torch.device("cuda:0")
+#: model -> (class, input shape, forward nodes placed on the GPU, outputs not kept: recomputed)
+CASES = {
+    "Net": (Net, (4, 3, 16, 16), {"fc2", "fc3", "add", "head"}, {"conv", "fc2", "fc3"}),
+    "SmallBlock": (
+        SmallBlock,
+        (2, 8, 64),
+        {"matmul", "mul", "matmul_1", "out", "ff1", "ff2"},
+        {"mul", "ff1", "add"},
+    ),
+}
+VALUED = ("_mask_scale", "_derived_match")  # the executor's decisions that read values
 
 
 @functools.cache
-def plan():
-    return plan_fx(SPEC, SHAPE)
+def plan(model: str = "Net"):
+    return plan_fx(f"{__name__}:{model}", CASES[model][1])
 
 
-def schedule(backward_of_fc3: str = "gpu"):
-    """Layers conv..fc1 on the CPU, the rest and the loss on the GPU, each backward where its
-    forward runs (unless ``backward_of_fc3`` says otherwise); the outputs of conv, fc2 and fc3
-    are not kept, so both devices recompute (both GPU layers with dropout)."""
-    graph = plan().graph
+def schedule(model: str = "Net", backward_of_fc3: str = "gpu"):
+    """The case's layers on the GPU (the loss too), the others on the CPU, each backward where
+    its forward runs (unless ``backward_of_fc3`` says otherwise); the outputs not kept are
+    recomputed (Net: conv on the CPU, fc2 and fc3 with their dropouts on the GPU)."""
+    graph = plan(model).graph
+    _, _, on_gpu, dropped = CASES[model]
     placement = []
     for node in graph.nodes:
         layer = node.of if node.kind == "backward" else node.id
-        placement.append("gpu" if layer in ON_GPU or node.kind == "loss" else "cpu")
-    placement[graph.index["fc3.grad"]] = backward_of_fc3
-    keep = lambda i, t, recomputed: graph.nodes[i].id not in ("conv", "fc2", "fc3")  # noqa: E731
+        placement.append("gpu" if layer in on_gpu or node.kind == "loss" else "cpu")
+    if model == "Net":
+        placement[graph.index["fc3.grad"]] = backward_of_fc3
+    keep = lambda i, t, recomputed: graph.nodes[i].id not in dropped  # noqa: E731
     return graph, schedule_with_checkpoints(graph, placement, keep, "by hand")
 
 
@@ -115,11 +137,32 @@ def fake_cuda(monkeypatch):
     return calls
 
 
-def run_fake(graph, sched, mapping, monkeypatch, fake_cuda):
-    """Run ``sched`` on fake tensors. Returns the runtime, the per-operation rows, the
+def run_real(model, graph, sched, monkeypatch):
+    """Run ``sched`` with both devices on the CPU: the report, and the answers of the
+    decisions that read values, in the order they were asked."""
+    answers: dict[str, list] = {name: [] for name in VALUED}
+    with monkeypatch.context() as patch:
+        for name in VALUED:
+            patch.setattr(fx_executor, name, _recording(getattr(fx_executor, name), answers[name]))
+        report = execute_fx_schedule(plan(model), graph, sched, {"gpu": "cpu"})
+    return report, answers
+
+
+def _recording(function, answers: list):
+    def recorded(*args):
+        answers.append(function(*args))
+        return answers[-1]
+
+    return recorded
+
+
+def run_fake(model, graph, sched, monkeypatch, fake_cuda, answers):
+    """Run ``sched`` on fake tensors, ``gpu`` on the stand-in device, the decisions that read
+    values answered as in the real run. Returns the runtime, the per-operation rows, the
     gradients, the torch devices of every tensor held per schedule device, per operation the
     CUDA synchronisations made while it ran, and the dropouts whose mask the CPU drew."""
     timeline = check_schedule(effective_graph(graph, sched), sched)
+    mapping = {"gpu": STAND_IN, "cpu": torch.device("cpu")}
     seen: dict[str, set[str]] = {name: set() for name in mapping}
     measure = fx_executor._FxRuntime._measure
 
@@ -142,52 +185,52 @@ def run_fake(graph, sched, mapping, monkeypatch, fake_cuda):
     def clock(torch, target):
         return executor.clock(torch, CUDA if target == STAND_IN else target)
 
+    drops: list[tuple[str, float, bool]] = []
     host_dropout = fx_executor._host_dropout
 
     def recorded(torch, tensor, p, training, inplace):
         drops.append((str(tensor.device), p, inplace))
         return host_dropout(torch, tensor, p, training, inplace)
 
-    drops: list[tuple[str, float, bool]] = []
     monkeypatch.setattr(fx_executor, "_host_dropout", recorded)
     monkeypatch.setattr(fx_executor._FxRuntime, "_measure", checked)
     monkeypatch.setattr(fx_executor._FxRuntime, "run_group", counted)
     monkeypatch.setattr(fx_executor, "clock", clock)
-    # values cannot be read: dropout's saved noise is its scaled mask (the real test's answer)
-    monkeypatch.setattr(
-        fx_executor, "_mask_scale", lambda torch, t: 2.0 if t.is_floating_point() else None
-    )
+    replays = {name: iter(answers[name]) for name in VALUED}
+    for name, replay in replays.items():
+        monkeypatch.setattr(fx_executor, name, lambda *args, replay=replay: next(replay))
+    fx = plan(model)
     with FakeTensorMode():
-        model, x = fx_executor._build(torch, plan(), 0)
+        module, x = fx_executor._build(torch, fx, 0)
         runtime, op_ms = run_fx_schedule(
-            torch, plan(), sched, timeline, effective_graph(graph, sched), mapping, model, x
+            torch, fx, sched, timeline, effective_graph(graph, sched), mapping, module, x
         )
         grads = runtime.gradients()
+    assert all(next(replay, None) is None for replay in replays.values())  # all asked
     return runtime, op_ms, grads, seen, syncs, drops
 
 
-def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cuda, monkeypatch):
-    graph, sched = schedule()
+def check_heterogeneous(model, monkeypatch, fake_cuda):
+    """What every heterogeneous fake step must show (see the tests); its syncs and drops."""
+    graph, sched = schedule(model)
     timeline = check_schedule(effective_graph(graph, sched), sched)
     assert {op.device for _, op in sched.operations} == {"cpu", "gpu"}
     moves = {(t.source, t.target) for t in timeline.transfers}
     assert moves == {("cpu", "gpu"), ("gpu", "cpu")}
-    recomputed = {(e.node, e.device) for e in timeline.ops if e.recompute}
-    assert {("conv", "cpu"), ("fc3", "gpu")} <= recomputed
-    real = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})  # before the patches
+    assert {e.device for e in timeline.ops if e.recompute} == {"cpu", "gpu"}
+    real, answers = run_real(model, graph, sched, monkeypatch)
     assert real.gradients_match
-    mapping = {"gpu": STAND_IN, "cpu": torch.device("cpu")}
+    assert real.measured_peak["gpu"] > 0 and real.measured_peak["cpu"] > 0
     runtime, op_ms, grads, seen, syncs, drops = run_fake(
-        graph, sched, mapping, monkeypatch, fake_cuda
+        model, graph, sched, monkeypatch, fake_cuda, answers
     )
     assert seen == {"gpu": {"meta"}, "cpu": {"cpu"}}
-    assert [(row[1], row[2]) for row in op_ms] == [
-        (op.node, op.device) for _, op in sched.operations
-    ]
+    rows = [(op.node, op.device) for _, op in sched.operations]
+    assert [(row[1], row[2]) for row in op_ms] == rows
     # every GPU operation and every copy from or to the GPU is timed by the synchronised
     # clock (start and end; a forward per fx node it runs); nothing else synchronises
-    parts = plan().parts
-    expected = [
+    parts = plan(model).parts
+    assert syncs == [
         (
             op.node,
             op.device,
@@ -195,7 +238,21 @@ def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cu
         )
         for _, op in sched.operations
     ]
-    assert syncs == expected
+    # gradients come back to the CPU, one per parameter, shaped like it, none left out
+    params = dict(CASES[model][0]().named_parameters())
+    assert {k: (v.device.type, tuple(v.shape)) for k, v in grads.items()} == {
+        k: ("cpu", tuple(p.shape)) for k, p in params.items()
+    }
+    assert set(runtime.param_grads) == set(params)
+    # the bytes held per device are the ones the CPU-only run of the same schedule holds
+    assert runtime.peak == real.measured_peak
+    return sched, syncs, drops
+
+
+def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cuda, monkeypatch):
+    """A small conv net, split over both devices: tensors held per device on its torch
+    device, the GPU's work timed by CUDA's clock, dropout's mask drawn on the CPU."""
+    sched, syncs, drops = check_heterogeneous("Net", monkeypatch, fake_cuda)
     assert ("fc2.grad", "gpu", 4) in syncs  # fc1's output copied in for the backward
     assert ("fc1.grad", "cpu", 4) in syncs  # two gradients copied out of the GPU
     assert ("fc1", "cpu", 0) in syncs
@@ -204,15 +261,18 @@ def test_heterogeneous_schedule_places_every_tensor_on_its_mapped_device(fake_cu
     runs = [op.node for _, op in sched.operations if op.node in ("fc2", "fc3")]
     assert runs.count("fc2") >= 2 and runs.count("fc3") >= 2  # recomputed
     assert drops == [("meta", 0.5, False) if g == "fc2" else ("meta", 0.25, True) for g in runs]
-    # gradients come back to the CPU, one per parameter, shaped like it
-    params = dict(Net().named_parameters())
-    assert {k: (v.device.type, tuple(v.shape)) for k, v in grads.items()} == {
-        k: ("cpu", tuple(p.shape)) for k, p in params.items()
-    }
-    assert set(runtime.param_grads) == set(params)  # every one computed, none left zero
-    # the bytes held per device are the ones a CPU-only run of the same schedule holds
-    assert runtime.peak == real.measured_peak
-    assert real.measured_peak["gpu"] > 0 and real.measured_peak["cpu"] > 0
+
+
+def test_heterogeneous_transformer_block(fake_cuda, monkeypatch):
+    """The zoo's encoder block (narrow), attention on the GPU, projections and the residual
+    LayerNorms on the CPU: reshaped copies of the matmuls' operands are rebuilt on the
+    backward's device, the GPU's four dropouts draw on the CPU at every computation."""
+    sched, syncs, drops = check_heterogeneous("SmallBlock", monkeypatch, fake_cuda)
+    # dropout in mul (on softmax's output, which autograd saves), out and ff2 (on the view
+    # that a 3-d linear returns), and in place in ff1 (on GELU's output)
+    runs = [op.node for _, op in sched.operations if op.node in ("mul", "out", "ff1", "ff2")]
+    assert runs.count("mul") >= 2 and runs.count("ff1") >= 2  # recomputed
+    assert drops == [("meta", 0.1, g == "ff1") for g in runs]
 
 
 def test_the_gpu_gets_its_own_copy_of_the_model_and_the_batch_as_fixed_memory(
