@@ -28,6 +28,12 @@ Peaks are counted as the ATen executor counts them: distinct storages of what th
 for a device (outputs, bundles, the running node's live intermediates and the tensors autograd
 saved so far, copied inputs). Tensors autograd allocates inside one ``autograd.grad`` call
 (gradients of a layer's internal tensors) are not seen.
+
+On a GPU (docs/spec-notes.md, "torch.fx on a GPU"): the model is copied to each torch device,
+dropout's mask is drawn with the CPU's generator (the reference's masks), TF32 is off while the
+step runs, and a backward must run on the torch device of its forward's latest computation
+(:func:`check_backward_devices`). tests/solver/importers/test_fx_executor_devices.py checks the
+placements without a GPU.
 """
 
 from __future__ import annotations
