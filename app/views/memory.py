@@ -297,6 +297,15 @@ class MemoryView(QWidget):
     def _redraw_later(self) -> None:
         self._stale = True
         self._pacer.request(self, self._redraw_if_stale)
+        # Until our turn, the plots do not follow the linked time axis: the Gantt chart's
+        # redraw (in the turn before ours) resets it to the new schedule, and following it
+        # repainted these plots there, old curves on the new range (4 ms of that turn's 15).
+        # _redraw takes the linked range again.
+        self._block_link(True)
+
+    def _block_link(self, blocked: bool) -> None:
+        for item in self._plots.values():
+            item.plot.getViewBox().blockLink(blocked)
 
     def _redraw_if_stale(self) -> None:
         if self._stale:  # not drawn since (a read, a measured run or a new source drew it)
@@ -323,6 +332,7 @@ class MemoryView(QWidget):
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
         self._stale = False
+        self._block_link(False)
         self._ensure_plots()
         timeline = self.timeline()
         result = self._document.result
@@ -345,8 +355,11 @@ class MemoryView(QWidget):
                 first.setXRange(0.0, _x_extent(timeline), padding=0.01)
             else:
                 # The link may have moved while our old limits clamped us (e.g. to the empty
-                # document's range): take its range again now that the limits fit the data.
-                first.getViewBox().linkedViewChanged(self._link.getViewBox(), pg.ViewBox.XAxis)
+                # document's range) or while we did not follow it (_redraw_later): take its
+                # range again now that the limits fit the data.
+                for item in self._plots.values():
+                    box = item.plot.getViewBox()
+                    box.linkedViewChanged(box.linkedView(pg.ViewBox.XAxis), pg.ViewBox.XAxis)
         self._draw_cursor()
 
     def _budget(self, device: str) -> int:

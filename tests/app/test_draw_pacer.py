@@ -164,3 +164,33 @@ def test_the_opaque_grid_looks_exactly_like_the_translucent_one(qtbot, y_grid):
     grid = (translucent != plain).any(axis=2)
     assert grid.sum() > 500  # vertical grid lines across the plot were drawn
     assert np.abs(opaque - translucent).max() <= 1  # pixel for pixel the same picture
+
+
+def test_the_memory_plots_take_the_new_time_range_in_their_own_turn(
+    qtbot, show, document, handbuilt_result, other_results
+):
+    """The Gantt chart's turn resets the linked time axis; the memory plots, whose redraw
+    waits, follow it only in their own turn (following at once repainted them twice)."""
+    view = show(ScheduleView(document), 1000, 600)
+    pacer = DrawPacer.of(document)
+    qtbot.waitUntil(lambda: pacer.waiting == 0)
+    gantt_box = view.gantt.plot.getViewBox()
+    memory_box = view.memory.plot("gpu").getViewBox()
+    old = memory_box.viewRange()[0]
+    assert old == pytest.approx(gantt_box.viewRange()[0])
+    seen: dict[QObject, tuple[list[float], list[float]]] = {}
+    pacer.drawn.connect(
+        lambda part: seen.setdefault(part, (gantt_box.viewRange()[0], memory_box.viewRange()[0]))
+    )
+    _, everything = other_results
+    document.set_result(everything, provisional=True)
+    qtbot.waitUntil(lambda: pacer.waiting == 0 and len(seen) == 2)
+    gantt_range, memory_range = seen[view.gantt]
+    assert gantt_range[1] == pytest.approx(17.0 * 1.01, rel=0.02)  # the 17 ms schedule, padded
+    assert memory_range == pytest.approx(old)  # not followed in the Gantt chart's turn
+    assert seen[view.memory][1] == pytest.approx(gantt_range)  # followed in its own
+    # with nothing waiting, the plots follow a pan at once, both ways
+    gantt_box.setXRange(2.0, 6.0, padding=0)
+    assert memory_box.viewRange()[0] == pytest.approx([2.0, 6.0])
+    memory_box.setXRange(3.0, 5.0, padding=0)
+    assert gantt_box.viewRange()[0] == pytest.approx([3.0, 5.0])
