@@ -439,7 +439,7 @@ class _FxRuntime:
                 node = self.fx[name]
                 args, kwargs = torch.fx.node.map_arg(
                     (node.args, node.kwargs),
-                    lambda n: self._resolve(n, env, derived, leaves, module, target, gid),
+                    lambda n: self._resolve(n, env, derived, leaves, target, gid),
                 )
                 inplace = self._in_place(node, args, kwargs, env, needed[j], module)
                 start = clock(torch, target)
@@ -461,29 +461,43 @@ class _FxRuntime:
         self.pending, self.derived = [], {}
         return elapsed, result
 
-    def _resolve(self, n, env, derived, leaves, module, target, gid: str):
-        """An fx argument's value: computed here, an input's leaf, the batch, or a view (or
-        size, attribute) evaluated from those."""
+    def _resolve(self, n, env, derived, leaves, target, gid: str):
+        """An fx argument of node ``gid``'s forward: computed here, an input's leaf, the batch,
+        or a view (or size, attribute) evaluated from those; such a view, if it does not
+        descend from ``gid``'s own fx nodes, is a view of the inputs (``derived``)."""
+
+        def leaf(owner: str, name: str):
+            if owner == gid or owner not in leaves:
+                raise ExecutionError(
+                    f"node {gid!r} reads fx node {name!r} of {owner!r}, which is not one of "
+                    "its inputs in the graph; import the model again (report this)"
+                )
+            return leaves[owner]
+
+        def computed(node, value) -> None:
+            if not any(a.name in self.parts[gid] for a in _ancestors_here(node, self.owner)):
+                derived[node.name] = value
+
+        return self._evaluate(n, env, target, leaf, computed)
+
+    def _evaluate(self, n, env: dict[str, Any], target, owned, computed=None):
+        """The value of fx node ``n`` on torch device ``target``: memoised in ``env``, the
+        batch for the placeholder, ``owned(owner, name)`` for an fx node that graph node
+        ``owner`` computes; any other is evaluated from its arguments, and ``computed(node,
+        value)`` is told. The walk of a forward's arguments and of a rebuilt view."""
         if n.name in env:
             return env[n.name]
         if n.op == "placeholder":
             return self.inputs[str(target)]
         owner = self.owner.get(n.name)
         if owner is not None:
-            if owner == gid or owner not in leaves:
-                raise ExecutionError(
-                    f"node {gid!r} reads fx node {n.name!r} of {owner!r}, which is not one of "
-                    "its inputs in the graph; import the model again (report this)"
-                )
-            return leaves[owner]
+            return owned(owner, n.name)
         args, kwargs = self.torch.fx.node.map_arg(
-            (n.args, n.kwargs),
-            lambda a: self._resolve(a, env, derived, leaves, module, target, gid),
+            (n.args, n.kwargs), lambda a: self._evaluate(a, env, target, owned, computed)
         )
-        value = self._call(n, args, kwargs, module)
-        env[n.name] = value
-        if not any(a.name in self.parts.get(gid, ()) for a in _ancestors_here(n, self.owner)):
-            derived[n.name] = value
+        env[n.name] = value = self._call(n, args, kwargs, self.modules[str(target)])
+        if computed is not None:
+            computed(n, value)
         return value
 
     def _call(self, node, args, kwargs, module):
@@ -627,25 +641,12 @@ class _FxRuntime:
         self.held[gid] = (device, held)
 
     def _rederive(self, name: str, ctx: Mapping[str, Any]):
-        """Evaluate fx node ``name`` (views of inputs) again from the resident inputs."""
-        target = ctx["device"]
-        module = self.modules[str(target)]
-        env: dict[str, Any] = {}
-
-        def value(n):
-            if n.name in env:
-                return env[n.name]
-            if n.op == "placeholder":
-                return self.inputs[str(target)]
-            owner = self.owner.get(n.name)
-            if owner is not None:
-                return ctx["inputs"][owner]["out"]
-            args, kwargs = self.torch.fx.node.map_arg((n.args, n.kwargs), value)
-            env[n.name] = self._call(n, args, kwargs, module)
-            return env[n.name]
-
+        """Evaluate fx node ``name`` (views of inputs) again from the inputs resident on the
+        backward's device."""
         with self.torch.no_grad():
-            return value(self.fx[name])
+            return self._evaluate(
+                self.fx[name], {}, ctx["device"], lambda owner, _: ctx["inputs"][owner]["out"]
+            )
 
     def _record(self, target, out, leaves: Mapping[str, Any]) -> _Record:
         from torch.autograd.graph import get_gradient_edge
