@@ -230,12 +230,9 @@ def check_heterogeneous(model, monkeypatch, fake_cuda):
     # every GPU operation and every copy from or to the GPU is timed by the synchronised
     # clock (start and end; a forward per fx node it runs); nothing else synchronises
     parts = plan(model).parts
+    timed = {op.node: len(parts[op.node]) if op.node in parts else 1 for _, op in sched.operations}
     assert syncs == [
-        (
-            op.node,
-            op.device,
-            2 * len(op.inputs) + (op.device == "gpu") * 2 * len(parts.get(op.node, "-")),
-        )
+        (op.node, op.device, 2 * len(op.inputs) + (op.device == "gpu") * 2 * timed[op.node])
         for _, op in sched.operations
     ]
     # gradients come back to the CPU, one per parameter, shaped like it, none left out
