@@ -398,7 +398,11 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> di
         for ms, cpu, label in TRACE.inside(start + at, start + at + wall)[:12]:
             print(f"        {ms:6.1f} ms (CPU {cpu:5.1f})  {label}")
     busy = max((g[1] for g in gaps), default=0.0)
-    print(f"longest GUI-thread CPU burst between ticks: {busy * 1000:.1f} ms")
+    print(f"longest GUI-thread CPU burst between ticks: {busy * 1000:.1f} ms; the busiest gaps:")
+    for wall, cpu, at, queued in sorted(gaps, key=lambda g: -g[1])[:3]:
+        print(f"  {wall * 1000:7.1f} / {cpu * 1000:6.1f} / {queued * 1000:6.1f} @ {at:6.2f}")
+        for ms, used, label in TRACE.inside(start + at, start + at + wall)[:12]:
+            print(f"        {ms:6.1f} ms (CPU {used:5.1f})  {label}")
     slow = [c for c in collections if c[1] > 10]
     print(
         f"garbage collections: {len(collections)}, longest "
