@@ -25,6 +25,7 @@ from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
 from app.views.measured import MeasuredRun
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
+from app.views.tensor_bands import workspace_at
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import MemoryCurve, Timeline
 
@@ -206,6 +207,13 @@ class MemoryView(QWidget):
         shown = [f"{html.escape(n)} ({format_size(sizes.get(n, 0))})" for n in names[:_MAX_LISTED]]
         if len(names) > _MAX_LISTED:
             shown.append(f"… and {len(names) - _MAX_LISTED} more")
+        work = workspace_at(timeline.memory[device], time)
+        if work:  # no tensor: bytes the running operation needs only while it runs
+            running = next(
+                (o.node for o in timeline.ops if o.device == device and o.start <= time < o.end),
+                "the running operation",
+            )
+            shown.insert(0, f"workspace of {html.escape(running)} ({format_size(work)})")
         return (
             f"<b>{device}</b> at {format_ms(time)}: activations {format_size(used)} of the "
             f"{format_size(budget)} activation budget<br>resident: "

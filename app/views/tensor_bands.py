@@ -24,6 +24,7 @@ __all__ = [
     "EMPTY",
     "Bands",
     "tensor_bands",
+    "workspace_at",
     "resident_reason",
     "resident_text",
 ]
@@ -165,7 +166,7 @@ def resident_text(
         used, names = curve.at(op.start)
         listed = ", ".join(sorted(names, key=lambda n: order(n, -1))) or "nothing"
         text = f"{device} holds {listed} ({format_size(used)})"
-        work = _workspace_at(curve, op.start)
+        work = workspace_at(curve, op.start)
         if work:
             owner = op.node if device == op.device else "the operation running there"
             text = text[:-1] + f", {format_size(work)} of it the workspace of {owner})"
@@ -185,7 +186,7 @@ def resident_text(
     return " ".join(parts[:1]) + " " + "; ".join(parts[1:])
 
 
-def _workspace_at(curve, time: float) -> int:
+def workspace_at(curve, time: float) -> int:
     """The workspace in use at ``time`` (the step :meth:`MemoryCurve.at` reads)."""
     j = int(np.searchsorted(curve.times, time, side="right")) - 1
     return int(curve.workspace[j]) if 0 <= j < len(curve.workspace) else 0

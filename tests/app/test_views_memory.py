@@ -151,3 +151,23 @@ def test_memory_of_a_device_that_holds_nothing_shows_its_budget(graph, show):
     _, (y0, y1) = view.plot("cpu").getViewBox().viewRange()
     assert y1 * scale >= budget
     assert "off scale" not in view.title("cpu")
+
+
+def test_memory_hover_names_a_running_workspace(document, show, graph):
+    """The curve counts a running node's workspace: hover names it, so the listed parts add
+    up to the activations shown."""
+    from dataclasses import replace as replaced
+
+    from solver.editing.edits import set_node_fields
+    from solver.execution.simulate import simulate
+
+    g = set_node_fields(graph, "d", workspace=5 * MiB)
+    result = replaced(document.result, timeline=simulate(g, document.result.schedule))
+    document.set_graph(g)
+    document.set_result(result)
+    view = show(MemoryView(document), 900, 500)
+    d = next(op for op in document.timeline.ops if op.node == "d")
+    text = view.tooltip_at("cpu", (d.start + d.end) / 2)
+    assert "activations 8.0 MiB of the 16.0 MiB activation budget" in text
+    assert "resident: workspace of d (5.0 MiB), a (1.0 MiB)" in text
+    assert "workspace" not in view.tooltip_at("cpu", d.end + 0.1)  # freed when d ends
