@@ -85,7 +85,7 @@ def explain_infeasible(graph: Graph) -> str | None:
         need = node_requirement(graph, k)
         able = [d for j, d in enumerate(graph.devices) if not math.isnan(graph.cost[j, k])]
         if all(d.activation_budget < need for d in able):
-            have = ", ".join(f"{d.name} {format_size(d.activation_budget)}" for d in able)
+            have = ", ".join(_short_of(d.name, d.activation_budget, need) for d in able)
             workspace = int(graph.workspace[k])
             parts = "its output and inputs"
             if workspace:
@@ -100,3 +100,10 @@ def explain_infeasible(graph: Graph) -> str | None:
         return None
     shown = problems[:5] + ([f"... and {len(problems) - 5} more"] if len(problems) > 5 else [])
     return "no schedule can exist: " + "; ".join(shown) + "; raise a budget"
+
+
+def _short_of(device: str, budget: int, need: int) -> str:
+    """``gpu 572 MiB``; in bytes too when the budget rounds to the need's text (a budget 48
+    bytes short read "needs 648 KiB ... have cpu 648 KiB")."""
+    text = format_size(budget)
+    return f"{device} {text} ({budget} bytes)" if text == format_size(need) else f"{device} {text}"

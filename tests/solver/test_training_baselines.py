@@ -7,9 +7,16 @@ import pytest
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Edge, Node, make_graph
 from solver.document.training import build_training_graph
+from solver.document.units import format_size
+from solver.editing.edits import set_node_fields
 from solver.execution.simulate import check_schedule
 from solver.optimize.baselines import checkpoint_all, chen_candidates, chen_greedy, chen_sqrtn
-from solver.optimize.bounds import explain_infeasible, lower_bound, no_remat_peak
+from solver.optimize.bounds import (
+    explain_infeasible,
+    lower_bound,
+    no_remat_peak,
+    node_requirement,
+)
 from solver.optimize.methods import compare, solve
 
 
@@ -142,3 +149,15 @@ def test_chen_heterogeneous_repairs_its_placement_until_a_candidate_fits():
     assert optimum - 1e-9 <= timeline.total_ms < cpu_only / 2
     assert {op.device for _, op in found.schedule.operations} == {"cpu", "gpu"}
     assert not chen_heterogeneous(graph, repairs=0).schedule  # without repairs: no fit
+
+
+def test_infeasibility_shows_bytes_when_the_rounded_sizes_read_the_same():
+    """A budget 48 bytes short read "needs 648 KiB (663600 bytes ...) ... have cpu 648 KiB"."""
+    graph = set_node_fields(unit_chain(2), "n1", memory=663_000)
+    need = max(node_requirement(graph, k) for k in range(graph.n))
+    short = graph.with_memory_limits({"cpu": need - 48})
+    message = explain_infeasible(short)
+    assert f"have cpu {format_size(need - 48)} ({need - 48} bytes)" in message
+    assert format_size(need - 48) == format_size(need)
+    roomy = explain_infeasible(graph.with_memory_limits({"cpu": need // 2}))
+    assert f"have cpu {format_size(need // 2)}; raise a budget" in roomy  # no bytes needed
