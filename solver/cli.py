@@ -210,7 +210,10 @@ def _report(result: SolveResult, concurrent_ms: float | None = None) -> dict:
 
 
 def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> None:
-    print(f"method     {result.method} ({result.backend or 'heuristic'})")
+    how = result.backend or "heuristic"
+    if not result.backend and result.status is SolveStatus.INFEASIBLE and result.schedule is None:
+        how = "no solver run: the budgets fail a necessary condition"
+    print(f"method     {result.method} ({how})")
     print(f"status     {result.status.value}")
     if result.message and not result.ok:
         print(printable(f"why        {result.message}"))

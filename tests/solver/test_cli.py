@@ -55,6 +55,8 @@ def test_infeasible_budget_exits_1_with_explanation(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "no schedule can exist" in out and "relu" in out
+    # nothing was solved: the first line must not call it a heuristic's answer
+    assert out.startswith("method     xengine (no solver run: the budgets fail a necessary ")
 
 
 @pytest.mark.parametrize(
