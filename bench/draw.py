@@ -15,11 +15,14 @@ paint (``QWidget.grab``). Prints a table.
 
 ``--stall EXAMPLE`` instead opens the window on a bundled example with the GPU at
 ``--gpu-percent`` of its no-remat peak, solves it (``--solver``, ``--limit``) and reports the
-event loop's longest gaps from the Solve click until the result is drawn (a 10 ms timer; each
-gap also says how much CPU the GUI thread used in it, which tells the GUI's own work apart from
-waiting for a CPU on a busy machine):
+event loop's longest gaps from the Solve click until the result is drawn (a 10 ms timer). Each
+gap says how much CPU the GUI thread used in it and how long it was ready to run but waited for
+a CPU (``/proc/thread-self/schedstat``), which tells the window's own work apart from a busy
+machine, and lists what ran in it: the outermost events, the views' slots and every widget's
+paint, with their CPU. ``--runs N`` repeats the solve N times, each in a fresh process (a first
+incumbent costs more in a fresh window), and tabulates the longest gap of each run:
 
-    .venv/bin/python bench/draw.py --stall vgg16 --solver highs --limit 30
+    .venv/bin/python bench/draw.py --stall vgg16 --solver cbc --limit 20 --runs 10
 """
 
 from __future__ import annotations
