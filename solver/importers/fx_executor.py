@@ -38,7 +38,6 @@ placements without a GPU.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import inspect
 import logging
@@ -64,6 +63,7 @@ from solver.importers.executor import (
     one_thread,
     replay_rng,
 )
+from solver.importers.gpu_step import copy_timer, full_float32
 from solver.importers.schedule_walk import order_of, walk_schedule
 
 __all__ = [
@@ -72,7 +72,6 @@ __all__ = [
     "execute_fx_schedule",
     "run_fx_schedule",
     "check_backward_devices",
-    "full_float32",
     "measure_fx_times",
     "fx_reference_gradients",
 ]
@@ -194,24 +193,6 @@ def run_fx_schedule(
     with one_thread(torch, mapping), full_float32(torch, mapping):
         op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
     return runtime, op_ms
-
-
-@contextlib.contextmanager
-def full_float32(torch, mapping: Mapping[str, Any]):
-    """No TF32 in cuDNN and cuBLAS while a step runs on a GPU: an Ampere GPU's convolutions
-    use TF32 by default (10-bit mantissa), their gradients then differ from the float32
-    reference by about 1e-3, far beyond the comparison's ``rtol=1e-4``: every schedule of a
-    convolutional network would fail the check. The step's GPU times are float32 times."""
-    if not any(d.type == "cuda" for d in mapping.values()):
-        yield
-        return
-    backends = torch.backends
-    before = backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32
-    backends.cudnn.allow_tf32 = backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32 = before
 
 
 def check_backward_devices(graph: Graph, schedule: Schedule, mapping: Mapping[str, Any]) -> None:
@@ -406,7 +387,7 @@ class _FxRuntime:
             ) from None
         if source == device:
             return value
-        timer = _copy_timer(self.mapping[source], self.mapping[device])
+        timer = copy_timer(self.mapping[source], self.mapping[device])
         start = clock(self.torch, timer)
         copied = _copied(value, self.mapping[device])
         self.copy_ms += clock(self.torch, timer) - start
@@ -769,7 +750,7 @@ class _FxRuntime:
 
     def offload(self, gid: str, source: str, target: str) -> None:
         """An offloading copy at the end of a stage, kept on ``target``."""
-        timer = _copy_timer(self.mapping[source], self.mapping[target])
+        timer = copy_timer(self.mapping[source], self.mapping[target])
         start = clock(self.torch, timer)
         self.store[target][gid] = _copied(self.store[source][gid], self.mapping[target])
         self.copy_ms += clock(self.torch, timer) - start
@@ -829,14 +810,6 @@ def _last_reads(graph: Graph, schedule: Schedule) -> dict[int, set[str]]:
         if at.is_integer():
             result.setdefault(int(at), set()).add(gid)
     return result
-
-
-def _copy_timer(source, target):
-    """The torch device whose clock times a copy: the target, unless it is the CPU and the
-    source is not (a GPU's clock is synchronised wall clock: a copy from a GPU to the host
-    waits for the GPU, and this thread's CPU time would count that wait only if the driver
-    spins)."""
-    return source if target.type == "cpu" else target
 
 
 def _copied(value: Mapping[str, Any], device) -> dict[str, Any]:
