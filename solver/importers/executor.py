@@ -10,13 +10,18 @@ it, and whatever a stage does not keep is released at its end. A recomputation r
 again; random ops (dropout) replay the generator state of the node's first run, so a recomputed mask
 equals the original one.
 
+On a GPU (docs/spec-notes.md, "The PyTorch executor"), a random op draws on the CPU with the
+CPU's generator, as the reference ``loss.backward()`` on the CPU draws, and its result is copied
+to the GPU (the GPU's kernel would draw other masks from the GPU's generator, and the gradients
+would differ); the step runs without TF32 (:func:`solver.importers.gpu_step.full_float32`).
+
 Measured: time per operation and per copy (thread CPU time with one torch thread on the CPU,
-wall clock with CUDA synchronisation on a GPU), and the peak activation bytes per schedule
-device, counted as the unique storages of the tensors the executor holds for that device
-(kept outputs, the running node's intermediates, copied inputs); with CUDA,
-``torch.cuda.max_memory_allocated`` is reported beside it. Parameters, buffers, the input and
-the parameter gradients are fixed memory, not counted, as in the graph. Finally the parameter
-gradients are compared with a plain ``loss.backward()`` of the same model, input and seed.
+wall clock with CUDA synchronisation on a GPU; a copy from or to a GPU on the GPU's clock), and
+the peak activation bytes per schedule device, counted as the unique storages of the tensors the
+executor holds for that device (kept outputs, the running node's intermediates, copied inputs);
+with CUDA, ``torch.cuda.max_memory_allocated`` is reported beside it. Parameters, buffers, the
+input and the parameter gradients are fixed memory, not counted, as in the graph. Finally the
+parameter gradients are compared with a plain ``loss.backward()`` of the same model, input and seed.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from solver.importers.aten_groups import (
     last_uses,
     tensor_inputs,
 )
+from solver.importers.gpu_step import copy_timer, full_float32
 from solver.importers.schedule_walk import order_of, walk_schedule
 
 __all__ = [
@@ -50,6 +56,8 @@ __all__ = [
     "ExecutionReport",
     "clock",
     "execute_schedule",
+    "host_draw",
+    "is_random",
     "one_thread",
     "replay_rng",
     "measure_group_times",
@@ -199,7 +207,7 @@ def run_schedule(
         position, devices = order_of(graph)
     else:
         position, devices = {g.id: j for j, g in enumerate(plan.groups)}, list(mapping)
-    with one_thread(torch, mapping):
+    with one_thread(torch, mapping), full_float32(torch, mapping):
         op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
     return runtime, op_ms
 
@@ -303,7 +311,7 @@ class _Runtime:
                         lambda n: self._resolve(n, env, gid, device, sources),
                     )
                     start = self._clock(device)
-                    env[name] = node.target(*args, **self._placed(kwargs, device))
+                    env[name] = self._call(node, args, kwargs, device)
                 elapsed += self._clock(device) - start
                 self._measure(device, env)
                 for dead in [k for k in env if last.get(k, -1) <= j and k not in outputs]:
@@ -316,6 +324,14 @@ class _Runtime:
                 self.finals[name] = env[name]
         self._measure(device, {})
         return elapsed
+
+    def _call(self, node, args, kwargs: dict, device: str):
+        """Run ATen op ``node`` on schedule device ``device``: a random op off the CPU draws
+        on the CPU (:func:`host_draw`), any other runs where its arguments are."""
+        target = self.mapping[device]
+        if target.type != "cpu" and is_random(self.torch, node.target):
+            return host_draw(self.torch, node.target, args, kwargs, target)
+        return node.target(*args, **self._placed(kwargs, device))
 
     def _placed(self, kwargs: dict, device: str) -> dict:
         """A factory op's ``device=`` (captured as ``cpu``) becomes the op's own device."""
@@ -353,7 +369,7 @@ class _Runtime:
                 args, kwargs = self.torch.fx.node.map_arg(
                     (node.args, node.kwargs), lambda n: self._resolve(n, env, gid, device, sources)
                 )
-                value = node.target(*args, **self._placed(kwargs, device))
+                value = self._call(node, args, kwargs, device)
             env[name] = value
             return value
         source = sources.get(owner, device)
@@ -379,10 +395,11 @@ class _Runtime:
         to its end, not from the op that first reads it (a backward whose peak comes before
         that read was measured 1 MiB under its prediction).
         """
-        start = self._clock(device)
+        timer = copy_timer(self.mapping[source], self.mapping[device])
+        start = clock(self.torch, timer)
         for name, held in self.store[source][owner].items():
             self.copies[name] = held.to(self.mapping[device], copy=True)
-        self.copy_ms += self._clock(device) - start
+        self.copy_ms += clock(self.torch, timer) - start
         self._measure(device, {})
 
     # ----- releasing -------------------------------------------------------------------------
@@ -393,12 +410,13 @@ class _Runtime:
     def offload(self, gid: str, source: str, target: str) -> None:
         """An offloading copy at the end of a stage: node ``gid``'s outputs from ``source``
         to ``target``, kept there (docs/spec-notes.md "Offloading")."""
-        start = self._clock(target)
+        timer = copy_timer(self.mapping[source], self.mapping[target])
+        start = clock(self.torch, timer)
         self.store[target][gid] = {
             name: value.to(self.mapping[target], copy=True)
             for name, value in self.store[source][gid].items()
         }
-        self.copy_ms += self._clock(target) - start
+        self.copy_ms += clock(self.torch, timer) - start
         self._measure(target, {})
 
     # ----- measuring -------------------------------------------------------------------------
@@ -479,6 +497,62 @@ def clock(torch, target) -> float:
         torch.cuda.synchronize(target)
         return time.perf_counter() * 1000.0
     return time.thread_time_ns() / 1e6
+
+
+def is_random(torch, op) -> bool:
+    """Does ATen op ``op`` draw from a random generator (``bernoulli_`` of dropout's mask,
+    ``native_dropout``, ``rand_like``, ...)? ATen tags every such op ``nondeterministic_seeded``."""
+    return torch.Tag.nondeterministic_seeded in getattr(op, "tags", ())
+
+
+def host_draw(torch, op, args: Sequence[Any], kwargs: Mapping[str, Any], target):
+    """Random ATen op ``op`` drawn on the CPU, its result on torch device ``target``.
+
+    The reference step (``loss.backward()`` on the CPU) draws dropout's mask with the CPU's
+    kernel from the CPU's generator; a GPU's kernel draws from the GPU's generator, so its
+    masks, and the gradients, would differ. Here the op itself runs on the CPU, on tensors of
+    the same shape, strides and dtype as its arguments on ``target`` (values copied, a factory's
+    ``device=`` the CPU), from the CPU's generator in the state the CPU run has at that draw:
+    the same kernel, hence the same values bit for bit. An argument the op writes
+    (``bernoulli_``'s ``self``) is written back on ``target`` and returned in place of its CPU
+    copy; other results are copied to ``target``. The draw and the copies are the operation's
+    time (on the GPU's synchronised clock).
+    """
+    cpu = torch.device("cpu")
+    aten_copy = torch.ops.aten.copy_.default  # the op: Tensor.copy_ onto fake CUDA needs CUDA
+    schema = op._schema.arguments
+    written = {a.name for a in schema if a.alias_info is not None and a.alias_info.is_write}
+    back: list[tuple[Any, Any]] = []  # (on target, on the CPU) of each written argument
+
+    def host(value, name: str):
+        if not isinstance(value, torch.Tensor):
+            return value
+        if name not in written:
+            return value.to(cpu)
+        copy = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=cpu)
+        aten_copy(copy, value)
+        back.append((value, copy))
+        return copy
+
+    names = [a.name for a in schema]
+    host_args = [host(v, names[j] if j < len(names) else "") for j, v in enumerate(args)]
+    host_kwargs = {k: host(v, k) for k, v in kwargs.items()}
+    if host_kwargs.get("device") is not None:
+        host_kwargs["device"] = cpu
+    result = op(*host_args, **host_kwargs)
+    for on_target, on_cpu in back:
+        aten_copy(on_target, on_cpu)
+    originals = {id(on_cpu): on_target for on_target, on_cpu in back}
+
+    def placed(value):
+        if isinstance(value, list | tuple):
+            return type(value)(placed(v) for v in value)
+        if not isinstance(value, torch.Tensor):
+            return value
+        original = originals.get(id(value))
+        return value.to(target) if original is None else original
+
+    return placed(result)
 
 
 @contextlib.contextmanager

@@ -3,11 +3,22 @@ gets fake CUDA tensors (shapes, dtypes and devices, no data), and any op that mi
 raises. So a heterogeneous schedule run this way checks every placement the executor makes for
 a real GPU: inputs and parameters per device, copies between devices, factory ops that the
 capture recorded with ``device=cpu``, the CUDA clock and peak calls, and the refusal of
-CPU-only kernels on a GPU. (Fake CUDA cannot run batch norm without CUDA: its kernel asks the
-CUDA runtime. So these models have none; what runs on a real GPU is not checked here.)"""
+CPU-only kernels on a GPU. The joint graph runs without autograd, so fake ``cuda:0`` itself
+works here (the torch.fx executor's test needs ``meta`` as its stand-in).
+
+What a gradient check on a real GPU needs, checked here too: dropout's masks drawn on the CPU
+from the CPU's generator (the reference's masks: on fake CUDA every draw must be a CPU op, the
+same draws in the same order as in the CPU run of the schedule; their values, by running the
+GPU's draw path with both devices on the CPU), TF32 off while the step runs, and copies from
+or to the GPU timed by its synchronised clock.
+
+Not checked (needs a real GPU): CUDA's own kernels and their values (fake CUDA cannot even run
+batch norm: its kernel asks the CUDA runtime, so these models have none), what TF32 would
+change, ``max_memory_allocated`` against the executor's count, and the times."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
@@ -15,6 +26,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from solver.execution.simulate import check_schedule, effective_graph  # noqa: E402
 from solver.importers import executor  # noqa: E402
@@ -73,9 +85,10 @@ class FakeModel:
         return self.buffers.items()
 
 
-def run_fake(plan, graph, schedule, device_map, monkeypatch):
+def run_fake(plan, graph, schedule, device_map, monkeypatch, draws=None):
     """Run ``schedule`` on fake tensors; every tensor the executor holds is checked to be on
-    the torch device its schedule device maps to. Returns the runtime and the devices seen."""
+    the torch device its schedule device maps to. Returns the runtime and the devices seen.
+    ``draws`` (a :class:`Draws`) records the step's random ops."""
     timeline = check_schedule(effective_graph(graph, schedule), schedule)
     mapping = executor._device_map(torch, [d.name for d in graph.devices], device_map)
     executor._check_kernels(plan, schedule, mapping)
@@ -97,9 +110,10 @@ def run_fake(plan, graph, schedule, device_map, monkeypatch):
     mode = FakeTensorMode()
     with mode:
         fake = FakeModel(mode, model)
-        runtime, op_ms = run_schedule(
-            torch, plan, schedule, timeline, mapping, fake, [mode.from_tensor(x) for x in xs]
-        )
+        with draws or contextlib.nullcontext():
+            runtime, op_ms = run_schedule(
+                torch, plan, schedule, timeline, mapping, fake, [mode.from_tensor(x) for x in xs]
+            )
         grads = runtime.gradients()
     return runtime, op_ms, grads, seen
 
@@ -179,3 +193,196 @@ def test_cuda_mapping_is_checked_and_defaults_to_the_first_gpu(monkeypatch):
         executor._device_map(torch, ["cpu", "gpu"], {"tpu": "cuda:0"})
     with pytest.raises(ExecutionError, match="--device-map gpu=warp9: not a torch device"):
         executor._device_map(torch, ["cpu", "gpu"], {"gpu": "warp9"})
+
+
+class Draws(TorchDispatchMode):
+    """Every random ATen op the step dispatches (on top of ``FakeTensorMode``, or on real
+    tensors): what it is (op, devices of its tensors, their shapes, strides and dtypes, its other
+    arguments) and, on real tensors, a copy of what it drew."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.draws: list[tuple] = []
+        self.values: list = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if executor.is_random(torch, func):
+            given = [*args, *kwargs.values()]
+            tensors = [a for a in given if isinstance(a, torch.Tensor)]
+            self.draws.append(
+                (
+                    str(func),
+                    {str(t.device) for t in tensors},
+                    [(tuple(t.shape), t.stride(), t.dtype) for t in tensors],
+                    [a for a in given if not isinstance(a, torch.Tensor)],
+                )
+            )
+            if not isinstance(out, torch._subclasses.fake_tensor.FakeTensor):
+                self.values.append(out.clone())
+        return out
+
+    def what(self) -> list[tuple]:
+        """The draws without their devices."""
+        return [(op, layouts, rest) for op, _, layouts, rest in self.draws]
+
+
+def dropout_groups(plan) -> set[str]:
+    nodes = {n.name: n for n in plan.capture.gm.graph.nodes}
+    return {
+        g.id for g in plan.groups if any(executor.is_random(torch, nodes[o].target) for o in g.ops)
+    }
+
+
+def run_real(plan, graph, schedule, host_on=None):
+    """The step of ``schedule`` with both devices on the CPU (no reference run): its gradients
+    and its draws. ``host_on`` names a schedule device whose random ops take the GPU's path
+    (:func:`executor.host_draw`, drawn on the CPU and copied to the device) although it is
+    the CPU; returns how many did."""
+    timeline = check_schedule(effective_graph(graph, schedule), schedule)
+    mapping = executor._device_map(torch, [d.name for d in graph.devices], {"gpu": "cpu"})
+    model, xs = executor._build(torch, plan, 0)
+    hosted = []
+    call = executor._Runtime._call
+
+    def as_on_a_gpu(self, node, args, kwargs, device):
+        if device == host_on and executor.is_random(torch, node.target):
+            hosted.append(node.name)
+            return executor.host_draw(torch, node.target, args, kwargs, self.mapping[device])
+        return call(self, node, args, kwargs, device)
+
+    draws = Draws()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(executor._Runtime, "_call", as_on_a_gpu)
+        with draws:
+            runtime, _ = run_schedule(torch, plan, schedule, timeline, mapping, model, xs)
+    return runtime.gradients(), draws, hosted
+
+
+def test_dropout_on_the_gpu_draws_the_cpu_runs_masks_on_the_cpu(fake_cuda, monkeypatch):
+    """Attention at 60 % (its three dropouts on the GPU, two recomputed there): on fake CUDA
+    every random op of the step runs on the CPU, and they are the CPU run's draws in the CPU
+    run's order (the same shapes, strides and probabilities from the same generator: the same
+    masks). The GPU's kernel would draw from the GPU's generator: other masks than the
+    reference ``loss.backward()`` on the CPU, and the gradient check fails on a real GPU."""
+    plan, graph, result = scheduled("attention", "greedy", 0.6)
+    on_gpu = [op.node for _, op in result.schedule.operations if op.node in dropout_groups(plan)]
+    assert on_gpu == [f"blocks.{j}.attn" for j in (0, 1, 2, 1, 0)]
+    assert {op.device for _, op in result.schedule.operations if op.node in on_gpu} == {"gpu"}
+    fake = Draws()
+    run_fake(plan, graph, result.schedule, {"gpu": "cuda:0", "cpu": "cpu"}, monkeypatch, fake)
+    assert [devices for _, devices, _, _ in fake.draws] == [{"cpu"}] * len(on_gpu)
+    _, real, _ = run_real(plan, graph, result.schedule)
+    assert fake.what() == real.what()
+    assert [op for op, _, _ in real.what()] == ["aten.bernoulli_.float"] * len(on_gpu)
+
+
+def test_the_gpus_draw_path_gives_the_cpu_runs_masks_and_gradients_bit_for_bit():
+    """The same schedule with real values: the GPU's random ops take the GPU's path (drawn on
+    the CPU, written back to the device's tensor) while both devices are the CPU. Every mask,
+    recomputed ones included, and every gradient equal the plain CPU run's bit for bit, which
+    matches ``loss.backward()``."""
+    plan, graph, result = scheduled("attention", "greedy", 0.6)
+    plain, kernel, none = run_real(plan, graph, result.schedule)
+    grads, host, hosted = run_real(plan, graph, result.schedule, host_on="gpu")
+    assert none == [] and len(hosted) == len(host.values) == len(kernel.values) == 5
+    assert host.what() == kernel.what()
+    assert all(torch.equal(a, b) for a, b in zip(host.values, kernel.values, strict=True))
+    assert {float(v.mean()) for v in host.values} != {0.0}  # masks, not zeros
+    assert plain.keys() == grads.keys()
+    assert all(torch.equal(plain[k], grads[k]) for k in plain)
+    with executor.one_thread(torch, {"cpu": torch.device("cpu")}):  # the step's kernels
+        reference = executor.reference_gradients(plan)
+    assert executor._compare(torch, grads, reference) == (True, 0.0)
+
+
+@pytest.mark.parametrize(
+    "op, args, kwargs",
+    [
+        (torch.ops.aten.bernoulli_.float, (torch.empty(4, 6),), {"p": 0.9}),
+        (torch.ops.aten.bernoulli_.float, (torch.empty(6, 4).t(),), {"p": 0.3}),
+        (torch.ops.aten.native_dropout.default, (torch.ones(3, 5), 0.5, True), {}),
+        (torch.ops.aten.rand_like.default, (torch.empty(2, 3, 4).transpose(0, 2),), {}),
+        (torch.ops.aten.randperm.default, (9,), {"device": torch.device("cpu")}),
+        (torch.ops.aten.rrelu_with_noise.default, (torch.randn(8), torch.empty(8)), {}),
+    ],
+)
+def test_a_draw_off_the_cpu_is_the_cpu_kernels_draw(op, args, kwargs):
+    """:func:`executor.host_draw` against the op itself, from the same generator state: the
+    same values and layout, the generator left where the op leaves it, an argument the op
+    writes written (and returned where the op returns it)."""
+    assert executor.is_random(torch, op)
+    assert not executor.is_random(torch, torch.ops.aten.empty_like.default)
+    mine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    torch.manual_seed(5)
+    expected, after = op(*args, **kwargs), torch.rand(3)
+    torch.manual_seed(5)
+    got = executor.host_draw(torch, op, mine, kwargs, torch.device("cpu"))
+    assert torch.equal(after, torch.rand(3))
+    pairs = zip(expected, got, strict=True) if isinstance(expected, tuple) else [(expected, got)]
+    for e, g in pairs:
+        assert torch.equal(e, g) and e.stride() == g.stride()
+    for given, ours in zip(args, mine, strict=True):  # written arguments, as the op wrote them
+        if isinstance(given, torch.Tensor):
+            assert torch.equal(given, ours)
+    if op is torch.ops.aten.bernoulli_.float:
+        assert got is mine[0]  # in place: the device's own tensor, not the CPU copy
+
+
+def test_the_gpu_step_has_no_tf32_and_times_its_copies_by_the_gpus_clock(fake_cuda, monkeypatch):
+    """TF32 is off while every operation runs and restored after (Ampere's default TF32
+    convolutions and matmuls miss the float32 reference by ~1e-3); every copy between the
+    devices, and every offloading copy, is timed by the GPU's synchronised clock, a copy to the
+    CPU too (the CPU's thread time counts the wait for the GPU only if the driver spins)."""
+    backends = torch.backends
+    before = backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32
+    backends.cudnn.allow_tf32 = backends.cuda.matmul.allow_tf32 = True  # an Ampere's defaults
+    try:
+        check_tf32_and_copies(fake_cuda, monkeypatch)
+    finally:
+        backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32 = before
+
+
+def check_tf32_and_copies(fake_cuda, monkeypatch):
+    backends = torch.backends
+    flags: list[tuple[bool, bool]] = []
+    copies: list[tuple[str, str, int]] = []
+    run_group, copy_in, offload = (
+        executor._Runtime.run_group,
+        executor._Runtime._copy_in,
+        executor._Runtime.offload,
+    )
+
+    def running(self, gid, device, sources):
+        flags.append((backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32))
+        return run_group(self, gid, device, sources)
+
+    def timed(copy):
+        def copying(self, gid, source, target):
+            before = len(fake_cuda)
+            copy(self, gid, source, target)
+            copies.append((source, target, fake_cuda[before:].count(("sync", "cuda:0"))))
+
+        return copying
+
+    monkeypatch.setattr(executor._Runtime, "run_group", running)
+    monkeypatch.setattr(executor._Runtime, "_copy_in", timed(copy_in))
+    monkeypatch.setattr(executor._Runtime, "offload", timed(offload))
+    plan, graph, result = scheduled("attention", "greedy", 0.6)
+    transfers = result.timeline.transfers
+    runtime, _, _, _ = run_fake(
+        plan, graph, result.schedule, {"gpu": "cuda:0", "cpu": "cpu"}, monkeypatch
+    )
+    assert flags == [(False, False)] * len(result.schedule.operations)
+    assert (backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32) == (True, True)
+    assert sorted(copies) == sorted((t.source, t.target, 2) for t in transfers)
+    assert {(source, target) for source, target, _ in copies} == {("cpu", "gpu"), ("gpu", "cpu")}
+    # offloading copies (none in this schedule), both ways, on the runtime the step left
+    copies.clear()
+    with FakeTensorMode():
+        runtime.store["gpu"]["held"] = {"t": torch.empty(4, 8, device="cuda:0")}
+        runtime.offload("held", "gpu", "cpu")
+        runtime.offload("held", "cpu", "gpu")
+    assert copies == [("gpu", "cpu", 2), ("cpu", "gpu", 2)]
+    assert str(runtime.store["cpu"]["held"]["t"].device) == "cpu"
