@@ -505,6 +505,13 @@ def is_random(torch, op) -> bool:
     return torch.Tag.nondeterministic_seeded in getattr(op, "tags", ())
 
 
+#: In-place random ops that only write ``self`` (its values are not read).
+_FILLS = frozenset(
+    ("bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_")
+    + ("log_normal_", "cauchy_")
+)
+
+
 def host_draw(torch, op, args: Sequence[Any], kwargs: Mapping[str, Any], target):
     """Random ATen op ``op`` drawn on the CPU, its result on torch device ``target``.
 
@@ -515,13 +522,15 @@ def host_draw(torch, op, args: Sequence[Any], kwargs: Mapping[str, Any], target)
     ``device=`` the CPU), from the CPU's generator in the state the CPU run has at that draw:
     the same kernel, hence the same values bit for bit. An argument the op writes
     (``bernoulli_``'s ``self``) is written back on ``target`` and returned in place of its CPU
-    copy; other results are copied to ``target``. The draw and the copies are the operation's
-    time (on the GPU's synchronised clock).
+    copy (its values are copied in only if the op reads them: a fill such as ``bernoulli_``
+    does not); other results are copied to ``target``. The draw and the copies are the
+    operation's time (on the GPU's synchronised clock).
     """
     cpu = torch.device("cpu")
     aten_copy = torch.ops.aten.copy_.default  # the op: Tensor.copy_ onto fake CUDA needs CUDA
     schema = op._schema.arguments
     written = {a.name for a in schema if a.alias_info is not None and a.alias_info.is_write}
+    fills = op._schema.name.removeprefix("aten::") in _FILLS
     back: list[tuple[Any, Any]] = []  # (on target, on the CPU) of each written argument
 
     def host(value, name: str):
@@ -530,7 +539,8 @@ def host_draw(torch, op, args: Sequence[Any], kwargs: Mapping[str, Any], target)
         if name not in written:
             return value.to(cpu)
         copy = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=cpu)
-        aten_copy(copy, value)
+        if not (fills and name == "self"):
+            aten_copy(copy, value)
         back.append((value, copy))
         return copy
 

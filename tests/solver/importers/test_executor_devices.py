@@ -35,11 +35,12 @@ from solver.importers.aten_groups import plan_groups  # noqa: E402
 from solver.importers.executor import ExecutionError, execute_schedule, run_schedule  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE  # noqa: E402
+from solver.optimize.baselines import schedule_with_checkpoints  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 from solver.optimize.methods import solve  # noqa: E402
 from solver.optimize.solve import SolveOptions  # noqa: E402
 
-SMALL = {"attention": (2, 32, 256), "lstm": (2, 8, 32)}
+SMALL = {"attention": (2, 32, 256), "lstm": (2, 8, 32), "encoder": (2, 16, 64)}
 
 
 @functools.cache
@@ -198,16 +199,20 @@ def test_cuda_mapping_is_checked_and_defaults_to_the_first_gpu(monkeypatch):
 class Draws(TorchDispatchMode):
     """Every random ATen op the step dispatches (on top of ``FakeTensorMode``, or on real
     tensors): what it is (op, devices of its tensors, their shapes, strides and dtypes, its other
-    arguments) and, on real tensors, a copy of what it drew."""
+    arguments) and, on real tensors, a copy of what it drew; and every ``copy_`` (devices from
+    and to)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.draws: list[tuple] = []
         self.values: list = []
+        self.copies: list[tuple[str, str]] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if func is torch.ops.aten.copy_.default:
+            self.copies.append((str(args[1].device), str(args[0].device)))
         if executor.is_random(torch, func):
             given = [*args, *kwargs.values()]
             tensors = [a for a in given if isinstance(a, torch.Tensor)]
@@ -228,11 +233,33 @@ class Draws(TorchDispatchMode):
         return [(op, layouts, rest) for op, _, layouts, rest in self.draws]
 
 
-def dropout_groups(plan) -> set[str]:
+def draws_of(plan) -> dict[str, int]:
+    """Node id -> how many random ops it runs (dropout's ``bernoulli_``), for nodes with any."""
     nodes = {n.name: n for n in plan.capture.gm.graph.nodes}
-    return {
-        g.id for g in plan.groups if any(executor.is_random(torch, nodes[o].target) for o in g.ops)
+    counts = {
+        g.id: sum(executor.is_random(torch, nodes[o].target) for o in g.ops) for g in plan.groups
     }
+    return {gid: n for gid, n in counts.items() if n}
+
+
+@functools.cache
+def with_dropout(name: str):
+    """A heterogeneous schedule with dropouts on the GPU, some of them recomputed there:
+    attention at 60 % (greedy; its three dropouts on the GPU), or the encoder
+    (``nn.TransformerEncoder``, four layers of three dropout nodes) with layers 1 and 3, their
+    backward nodes too, on the GPU by hand, two of their dropout nodes and one of layer 0
+    recomputed."""
+    if name == "attention":
+        plan, graph, result = scheduled(name, "greedy", 0.6)
+        return plan, graph, result.schedule
+    plan = plan_groups(capture_model(COMPOSITE[name][0], SMALL[name], name=name), "layer")
+    graph = graph_from_plan(plan, make_platform())
+    placement = [
+        "gpu" if n.id.startswith(("enc.layers.1.", "enc.layers.3.")) else "cpu" for n in graph.nodes
+    ]
+    dropped = {"enc.layers.0.self_attn", "enc.layers.1.self_attn", "enc.layers.3.linear1"}
+    keep = lambda i, t, recomputed: graph.nodes[i].id not in dropped  # noqa: E731
+    return plan, graph, schedule_with_checkpoints(graph, placement, keep, "by hand")
 
 
 def run_real(plan, graph, schedule, host_on=None):
@@ -260,33 +287,46 @@ def run_real(plan, graph, schedule, host_on=None):
     return runtime.gradients(), draws, hosted
 
 
-def test_dropout_on_the_gpu_draws_the_cpu_runs_masks_on_the_cpu(fake_cuda, monkeypatch):
-    """Attention at 60 % (its three dropouts on the GPU, two recomputed there): on fake CUDA
-    every random op of the step runs on the CPU, and they are the CPU run's draws in the CPU
-    run's order (the same shapes, strides and probabilities from the same generator: the same
-    masks). The GPU's kernel would draw from the GPU's generator: other masks than the
-    reference ``loss.backward()`` on the CPU, and the gradient check fails on a real GPU."""
-    plan, graph, result = scheduled("attention", "greedy", 0.6)
-    on_gpu = [op.node for _, op in result.schedule.operations if op.node in dropout_groups(plan)]
-    assert on_gpu == [f"blocks.{j}.attn" for j in (0, 1, 2, 1, 0)]
-    assert {op.device for _, op in result.schedule.operations if op.node in on_gpu} == {"gpu"}
+@pytest.mark.parametrize("name", ["attention", "encoder"])
+def test_dropout_on_the_gpu_draws_the_cpu_runs_masks_on_the_cpu(name, fake_cuda, monkeypatch):
+    """On fake CUDA every random op of the step runs on the CPU, and they are the CPU run's
+    draws in the CPU run's order (the same shapes, strides and probabilities from the same
+    generator: the same masks); each GPU draw is written to the GPU. The GPU's kernel would
+    draw from the GPU's generator: other masks than the reference ``loss.backward()`` on the
+    CPU, and the gradient check fails on a real GPU."""
+    plan, graph, schedule = with_dropout(name)
+    draws = draws_of(plan)
+    ops = [(op.node, op.device) for _, op in schedule.operations if op.node in draws]
+    on_gpu = [node for node, device in ops if device == "gpu"]
+    if name == "attention":
+        assert on_gpu == [node for node, _ in ops] == [f"blocks.{j}.attn" for j in (0, 1, 2, 1, 0)]
+    else:
+        assert len(on_gpu) == 13 and len(ops) == 23  # 2 dropouts in self_attn, 1 in linear*
+    assert len(set(on_gpu)) < len(on_gpu)  # recomputed on the GPU
     fake = Draws()
-    run_fake(plan, graph, result.schedule, {"gpu": "cuda:0", "cpu": "cpu"}, monkeypatch, fake)
-    assert [devices for _, devices, _, _ in fake.draws] == [{"cpu"}] * len(on_gpu)
-    _, real, _ = run_real(plan, graph, result.schedule)
+    run_fake(plan, graph, schedule, {"gpu": "cuda:0", "cpu": "cpu"}, monkeypatch, fake)
+    assert [devices for _, devices, _, _ in fake.draws] == [{"cpu"}] * sum(draws[n] for n, _ in ops)
+    # each GPU mask written to the GPU; nothing copied to the CPU for it (bernoulli_ only writes)
+    assert fake.copies == [("cpu", "cuda:0")] * sum(draws[node] for node in on_gpu)
+    _, real, _ = run_real(plan, graph, schedule)
     assert fake.what() == real.what()
-    assert [op for op, _, _ in real.what()] == ["aten.bernoulli_.float"] * len(on_gpu)
+    assert {op for op, _, _ in real.what()} == {"aten.bernoulli_.float"}
 
 
-def test_the_gpus_draw_path_gives_the_cpu_runs_masks_and_gradients_bit_for_bit():
-    """The same schedule with real values: the GPU's random ops take the GPU's path (drawn on
-    the CPU, written back to the device's tensor) while both devices are the CPU. Every mask,
-    recomputed ones included, and every gradient equal the plain CPU run's bit for bit, which
-    matches ``loss.backward()``."""
-    plan, graph, result = scheduled("attention", "greedy", 0.6)
-    plain, kernel, none = run_real(plan, graph, result.schedule)
-    grads, host, hosted = run_real(plan, graph, result.schedule, host_on="gpu")
-    assert none == [] and len(hosted) == len(host.values) == len(kernel.values) == 5
+@pytest.mark.parametrize("name", ["attention", "encoder"])
+def test_the_gpus_draw_path_gives_the_cpu_runs_masks_and_gradients_bit_for_bit(name):
+    """The same schedules with real values: the GPU's random ops take the GPU's path (drawn
+    on the CPU, written back to the device's tensor) while both devices are the CPU. Every
+    mask, recomputed ones included, and every gradient equal the plain CPU run's bit for bit,
+    which matches ``loss.backward()``."""
+    plan, graph, schedule = with_dropout(name)
+    draws = draws_of(plan)
+    on_gpu = sum(draws.get(op.node, 0) for _, op in schedule.operations if op.device == "gpu")
+    every = sum(draws.get(op.node, 0) for _, op in schedule.operations)
+    plain, kernel, none = run_real(plan, graph, schedule)
+    grads, host, hosted = run_real(plan, graph, schedule, host_on="gpu")
+    assert none == [] and len(hosted) == on_gpu >= 5
+    assert len(host.values) == len(kernel.values) == every
     assert host.what() == kernel.what()
     assert all(torch.equal(a, b) for a, b in zip(host.values, kernel.values, strict=True))
     assert {float(v.mean()) for v in host.values} != {0.0}  # masks, not zeros
