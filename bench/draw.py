@@ -400,6 +400,13 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> di
         print(f"  {wall * 1000:7.1f} / {cpu * 1000:6.1f} / {queued * 1000:6.1f} @ {at:6.2f}")
         for ms, cpu, label in TRACE.inside(start + at, start + at + wall)[:12]:
             print(f"        {ms:6.1f} ms (CPU {cpu:5.1f})  {label}")
+    idle = [g for g in gaps if g[1] < 0.001]  # the window did (almost) nothing in these
+    idle_wall = max((g[0] for g in idle), default=0.0) * 1000
+    idle_queued = max((g[3] for g in idle), default=0.0) * 1000
+    print(
+        f"{len(idle)} gaps with < 1 ms of GUI work: longest {idle_wall:.1f} ms, waiting for a "
+        f"CPU up to {idle_queued:.1f} ms (what the machine's load alone costs)"
+    )
     busy = max((g[1] for g in gaps), default=0.0)
     print(f"longest GUI-thread CPU burst between ticks: {busy * 1000:.1f} ms; the busiest gaps:")
     for wall, cpu, at, queued in sorted(gaps, key=lambda g: -g[1])[:3]:
@@ -425,6 +432,7 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> di
         "queued_ms": queued * 1000,
         "at_s": at,
         "over_50": sum(g[0] > 0.05 for g in gaps),
+        "idle_gap_ms": idle_wall,
         "ran": inside[0][2] if inside else "-",
         "ran_ms": inside[0][0] if inside else 0.0,
     }
@@ -451,8 +459,10 @@ def stall_runs(argv: list[str], runs: int) -> int:
         print(
             f"run {k + 1:2}: {row['status']:>10}, {row['provisional']:2} provisional; longest gap "
             f"{row['gap_ms']:6.1f} ms (GUI CPU {row['cpu_ms']:5.1f}, waiting for a CPU "
-            f"{row['queued_ms']:5.1f}) @ {row['at_s']:5.2f} s; "
-            f"gaps > 50 ms: {row['over_50']}; longest in it: {row['ran']} {row['ran_ms']:.1f} ms",
+            f"{row['queued_ms']:5.1f}, blocked "
+            f"{row['gap_ms'] - row['cpu_ms'] - row['queued_ms']:5.1f}) @ {row['at_s']:5.2f} s; "
+            f"gaps > 50 ms: {row['over_50']}; longest in it: {row['ran']} {row['ran_ms']:.1f} ms; "
+            f"longest gap with < 1 ms of GUI work {row['idle_gap_ms']:.1f} ms",
             flush=True,
         )
     if rows:

@@ -4,8 +4,10 @@ A new result (a solve's incumbent, every tenth of a second at best) used to be d
 in an event of its own, but those events all ran in one turn of the event loop, and their paints
 in the next: on 2 busy cores the window then stalled 55-74 ms when VGG16's first incumbent
 arrived (``bench/draw.py --stall``). A :class:`DrawPacer` runs the views' pending redraws one at
-a time, ``PACE_MS`` apart, so each redraw and the paint it causes have a turn of their own and
-input and timers get in between.
+a time, ``PACE_MS`` apart and the first ``PACE_MS`` after the request, so each redraw and the
+paint it causes have a turn of their own (the first one's is not shared with the paints of
+whatever put the result on display: the live plot, the labels), and input and timers get in
+between.
 
 A redraw is requested by its view: requesting it again while it waits keeps its
 place and does not draw twice; the redraw reads the document when it runs, so an incumbent that
@@ -31,7 +33,7 @@ class DrawPacer(QObject):
     """The queue of deferred redraws of one document's views (see module docstring).
 
     One pacer serves every view of a document: :meth:`of` finds it (a child of the document) or
-    makes it. The first waiting redraw runs in the next turn of the event loop, each further one
+    makes it. The first waiting redraw runs ``PACE_MS`` after it was requested, each further one
     ``PACE_MS`` after the previous.
     """
 
@@ -56,7 +58,7 @@ class DrawPacer(QObject):
         keeps its place (the newer callable replaces it). A view deleted meanwhile is skipped."""
         self._waiting[view] = redraw
         if not self._timer.isActive():
-            self._timer.start(0)
+            self._timer.start(PACE_MS)
 
     def is_waiting(self, view: QObject) -> bool:
         """Whether a redraw of ``view`` has not run yet."""
