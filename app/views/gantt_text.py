@@ -37,22 +37,24 @@ def summary_html(result: SolveResult | None, colors: Colors, provisional: bool =
     if result is None or timeline is None:
         return "<i>No schedule yet: solve the graph to see its timeline here.</i>"
     parts = []
-    if provisional:
+    if provisional:  # short: at 1280x720 a third line took the chart's time axis
         parts.append(
-            f'<span style="color:{colors.cursor}"><b>provisional</b>: best found after '
-            f"{result.seconds:.1f} s, still solving</span>"
+            f'<span style="color:{colors.cursor}"><b>provisional</b> '
+            f"({result.seconds:.1f} s in, still solving)</span>"
         )
     method = f"<b>{html.escape(result.method.removesuffix('+offload'))}</b>"
     if is_offloading(result):
         copies = sum(1 for tr in timeline.transfers if tr.offload)
         method += f" with offloading ({copies} offloading copies)"
-    parts += [
-        method,
-        f"<b>{format_ms(timeline.total_ms)}</b> total",
-        f"compute {format_ms(timeline.compute_ms)}",
-        f"transfers {format_ms(timeline.transfer_ms)} ({len(timeline.transfers)})",
-        f"{timeline.recomputations} recomputations ({format_ms(timeline.recompute_ms)})",
-    ]
+    parts += [method, f"<b>{format_ms(timeline.total_ms)}</b> total"]
+    if timeline.transfers:  # without transfers, compute is the total
+        parts += [
+            f"compute {format_ms(timeline.compute_ms)}",
+            f"transfers {format_ms(timeline.transfer_ms)} ({len(timeline.transfers)})",
+        ]
+    else:
+        parts.append("no transfers")
+    parts.append(f"{timeline.recomputations} recomputations ({format_ms(timeline.recompute_ms)})")
     text = " · ".join(parts)
     if not timeline.valid:
         violation = html.escape(str(timeline.violation))

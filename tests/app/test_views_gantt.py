@@ -116,3 +116,20 @@ def test_gantt_reset_view_shows_the_whole_schedule(view):
 def test_gantt_empties_when_the_result_goes(view, document):
     document.set_result(None)
     assert spans(view, "forward") == [] and spans(view, "transfer") == []
+
+
+def test_gantt_summary_says_only_what_the_schedule_has(view, document, graph):
+    """A third line of summary took the chart's time axis at 1280x720 during a solve: the
+    provisional note is short, and a schedule without transfers says so in two words."""
+    from dataclasses import replace as replaced
+
+    from app.views.gantt_text import summary_html
+    from solver.optimize.methods import solve
+
+    colors = colors_for(view)
+    moved = summary_html(document.result, colors)
+    assert "compute 9 ms · transfers 2 ms (2)" in moved  # the handbuilt schedule: 11 ms
+    alone = solve(graph, "checkpoint-all:cpu")
+    text = summary_html(replaced(alone, seconds=2.34), colors, provisional=True)
+    assert "<b>provisional</b> (2.3 s in, still solving)" in text
+    assert "no transfers" in text and "compute" not in text
