@@ -72,13 +72,22 @@ def test_import_onnx_prints_json_without_output(small_onnx, capsys):
     ("argv", "message"),
     [
         (["missing.onnx"], "error: missing.onnx: No such file or directory; check the path\n"),
-        (["{here}"], "error: {here}: not an ONNX model (or an empty graph); export it with "
-         "torch.onnx.export or onnx.save\n"),  # fmt: skip
-        (["{onnx}", "--input", "2x3"], "error: {onnx}: input 'input.1': input has 4 dimensions, "
-         "not 2; give a shape of the right rank\n"),  # fmt: skip
-        (["{onnx}", "--input", "2xthree"], "main.py import-onnx: error: argument --input: "
-         "'2xthree' is not a shape; write positive sizes joined by 'x', e.g. 32x3x224x224; "
-         "see main.py import-onnx --help\n"),  # fmt: skip
+        (
+            ["{here}"],
+            "error: {here}: not an ONNX model (or an empty graph); export it with "
+            "torch.onnx.export or onnx.save\n",
+        ),  # fmt: skip
+        (
+            ["{onnx}", "--input", "2x3"],
+            "error: {onnx}: input 'input.1': input has 4 dimensions, "
+            "not 2; give a shape of the right rank\n",
+        ),  # fmt: skip
+        (
+            ["{onnx}", "--input", "2xthree"],
+            "main.py import-onnx: error: argument --input: "
+            "'2xthree' is not a shape; write positive sizes joined by 'x', e.g. 32x3x224x224; "
+            "see main.py import-onnx --help\n",
+        ),  # fmt: skip
     ],
 )
 def test_import_onnx_bad_input_is_one_line_and_exit_2(small_onnx, argv, message, capsys):
