@@ -119,24 +119,6 @@ def schedule(model: str = "Net", backward_of_fc3: str = "gpu"):
     return graph, schedule_with_checkpoints(graph, placement, keep, "by hand")
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """torch.cuda as a GPU machine would answer; the calls the executor makes are recorded."""
-    calls: list[tuple[str, str]] = []
-    cuda = torch.cuda
-    monkeypatch.setattr(cuda, "is_available", lambda: True)
-    monkeypatch.setattr(
-        cuda, "synchronize", lambda device=None: calls.append(("sync", str(device)))
-    )
-    monkeypatch.setattr(
-        cuda, "reset_peak_memory_stats", lambda device=None: calls.append(("reset", str(device)))
-    )
-    monkeypatch.setattr(cuda, "max_memory_allocated", lambda device=None: 12345)
-    monkeypatch.setattr(cuda, "get_rng_state_all", lambda: [])
-    monkeypatch.setattr(cuda, "set_rng_state_all", lambda states: None)
-    return calls
-
-
 def run_real(model, graph, sched, monkeypatch):
     """Run ``sched`` with both devices on the CPU: the report, and the answers of the
     decisions that read values, in the order they were asked."""
