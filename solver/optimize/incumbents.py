@@ -55,6 +55,11 @@ class SolveResult:
     backend: str = ""
     message: str = ""
     log_tail: tuple[str, ...] = field(default=())
+    formulation: str = ""
+    """Which model was solved (e.g. the paper's stages, or retention intervals), for display."""
+    advice: str = ""
+    """When the result is weak (a gap left, the model too big for the time): one sentence on
+    what would help, for the CLI and the window; empty otherwise."""
 
     @property
     def ok(self) -> bool:
