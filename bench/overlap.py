@@ -44,9 +44,12 @@ from solver.execution.concurrent import concurrent_makespan  # noqa: E402
 from solver.optimize.backends import available_backends  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 from solver.optimize.methods import solve  # noqa: E402
-from solver.optimize.offload import solve_offload  # noqa: E402
 from solver.optimize.overlap import optimize_overlap  # noqa: E402
-from solver.optimize.solve import SolveOptions, SolveResult  # noqa: E402
+from solver.optimize.solve import (  # noqa: E402
+    SolveOptions,
+    SolveResult,
+    solve_offload,  # noqa: E402
+)
 
 GRAPHS = ("vgg16", "resnet18", "unet", "transformer")
 SHARES = (0.6, 0.4)

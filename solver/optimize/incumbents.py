@@ -115,11 +115,14 @@ class Incumbents:
     def offer_values(
         self, model: ArrayModel, values: np.ndarray, claimed: float | None = None
     ) -> bool:
-        """Read, replay and offer a backend's solution; a claim it does not meet is refused."""
-        from solver.optimize.miqp_schedule import schedule_from_values
-
+        """Read, replay and offer a backend's solution; a claim it does not meet is refused.
+        The model's formulation reads the values (the paper's, or with offloading copies)."""
         info = SolverInfo(self.method, self.backend, SolveStatus.FEASIBLE, objective=claimed)
-        schedule = schedule_from_values(model, values, info)
+        schedule = model.formulation.decode(model, values, info)
+        return self.offer_decoded(schedule, claimed)
+
+    def offer_decoded(self, schedule: Schedule, claimed: float | None = None) -> bool:
+        """Replay and offer a schedule a backend found; a claim it does not meet is refused."""
         timeline = simulate(self.graph, schedule)
         if not timeline.valid:
             self.rejected.append(f"the solver's schedule does not replay: {timeline.violation}")

@@ -9,9 +9,9 @@ and copies cost the most; a full pass without improvement widens them. Every imp
 an incumbent of :class:`~solver.optimize.incumbents.Incumbents`, so the GUI sees it at once.
 
 This only finds schedules; the bound comes from the full model (:mod:`solver.optimize.solve` runs
-both). It works alike on the offloading model (:mod:`solver.optimize.offload`): a copy ``O``
-belongs to its stage and tensor, and the end-of-stage holds ``H`` (continuous, like ``U``)
-are always free.
+both). It works alike on any linear formulation (:mod:`solver.optimize.formulation`), which
+says where each column belongs: with offloading, a copy ``O`` belongs to its stage and tensor,
+and the end-of-stage holds ``H`` (continuous, like ``U``) are always free.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from solver.execution.simulate import Timeline
 from solver.optimize.backends import BackendOptions, run_backend
 from solver.optimize.incumbents import Incumbents
 from solver.optimize.miqp import ArrayModel
-from solver.optimize.miqp_schedule import values_from_schedule, without_resident_recomputes
-from solver.optimize.offload import OffloadModel, values_from_offload_schedule
+from solver.optimize.miqp_schedule import without_resident_recomputes
 from solver.status import SolveStatus
 
 __all__ = ["WindowSearch", "encode_schedule", "search_windows"]
@@ -119,29 +118,15 @@ class _Neighbourhoods:
 
     def __init__(self, model: ArrayModel) -> None:
         g = model.graph
-        cols = model.program.num_cols
         self.model = model
         self.integer = model.program.integer
-        self.stage = np.zeros(cols, dtype=np.int64)
-        self.node = np.full(cols, -1, dtype=np.int64)
-        self.other = np.full(cols, -1, dtype=np.int64)  # a transfer's or free's consumer
-        self.is_u = np.zeros(cols, dtype=bool)
-        for family in (model.R, model.S):
-            for (_, t, i), col in family.items():
-                self.stage[col], self.node[col] = t, i
-        for (_, t, e), col in model.F.items():
-            self.stage[col] = t
-            self.node[col], self.other[col] = g.edge_pairs[e]
-        for (_, _, t, e), col in model.X.items():
-            self.stage[col] = t
-            self.node[col], self.other[col] = g.edge_pairs[e]
-        for (_, t, _), col in model.U.items():
-            self.stage[col], self.is_u[col] = t, True
-        if isinstance(model, OffloadModel):
-            for (_, _, t, i), col in model.O.items():
-                self.stage[col], self.node[col] = t, i
-            for (_, t, _), col in model.H.items():
-                self.stage[col], self.is_u[col] = t, True
+        roles = model.formulation.roles(model)
+        self.stage, self.node, self.other, self.is_u = (
+            roles.stage,
+            roles.node,
+            roles.other,
+            roles.state,
+        )
 
         n = g.n
         self.per = {
@@ -202,11 +187,9 @@ def _incumbent_values(model: ArrayModel, best: Incumbents) -> np.ndarray | None:
 
 
 def encode_schedule(model: ArrayModel, schedule: Schedule, timeline: Timeline) -> np.ndarray | None:
-    """``schedule`` as column values of ``model`` (the paper's or the offloading one), or
-    ``None`` where the model cannot express it."""
-    if isinstance(model, OffloadModel):
-        return values_from_offload_schedule(model, schedule, timeline)
-    return values_from_schedule(model, schedule, timeline)
+    """``schedule`` as column values of ``model`` (by its formulation), or ``None`` where the
+    model cannot express it."""
+    return model.formulation.encode(model, schedule, timeline)
 
 
 def _solve_free(

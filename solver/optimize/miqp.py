@@ -35,6 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from math import gcd
+from typing import Any
 
 import numpy as np
 
@@ -219,6 +220,8 @@ class ArrayModel:
     """The known schedule's cost the model was reduced with (see :func:`build_array_model`)."""
     capped: bool = False
     """Whether some objective coefficient was capped at :data:`COST_CEILING`."""
+    formulation: Any = None
+    """The :class:`~solver.optimize.formulation.Formulation` that built it (decode, encode)."""
 
     @property
     def num_variables(self) -> int:
@@ -362,6 +365,9 @@ def build_array_model(
     add_freeing_constraints(model, builder)
     add_memory_constraints(model, builder)
     model.program = builder.program()
+    from solver.optimize.formulation import PAPER  # the formulation imports this module
+
+    model.formulation = PAPER
     return model
 
 

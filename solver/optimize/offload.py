@@ -1,12 +1,15 @@
 """Offloading in the MIQP: XEngine's model plus copies kept on another device (model.md §7).
 
 Off by default: :func:`solver.optimize.solve.solve_xengine` runs the paper's model
-(:mod:`solver.optimize.miqp`) unless ``SolveOptions.offload`` is set, and this module never changes
-that model. With the option, a tensor available on device ``s`` in stage ``t`` may be copied
-over the link ``s -> d`` at the end of the stage and kept on ``d`` as a checkpoint; later
-operations read it from ``d`` (locally, or copied back per use) or it is copied back and kept
-again. docs/spec-notes.md, "Offloading", states the semantics the simulator replays; the rows
-below are that text, in the letters of model.md §3 plus
+(:mod:`solver.optimize.miqp`) unless ``SolveOptions.offload`` is set, and this module never
+changes that model. This is the formulation :data:`solver.optimize.formulation.OFFLOADING`;
+the solve that runs it (the paper's model first, then this one) is
+:func:`solver.optimize.solve.solve_offload`. With the option, a tensor available on device
+``s`` in stage ``t`` may be copied over the link ``s -> d`` at the end of the stage and kept
+on ``d`` as a checkpoint; later operations read it from ``d`` (locally, or copied back per
+use) or it is copied back and kept again. docs/spec-notes.md, "Offloading", states the
+semantics the simulator replays; the rows below are that text, in the letters of model.md
+§3 plus
 
 - ``O[s->d,t,i]`` (binary, ``t < n-1``): tensor ``i`` copied from ``s`` to ``d`` at the end of
   stage ``t``, charged ``CC_link(s->d, M_i)`` (the link model: no edge is served);
@@ -28,19 +31,15 @@ there; other families keep the solved model's reductions (:mod:`solver.optimize.
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
-import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule, SolverInfo, Stage
-from solver.execution.simulate import Timeline, offload_ms, simulate
-from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
+from solver.execution.simulate import Timeline, offload_ms
 from solver.optimize.miqp import (
     BYTES_PER_NONZERO,
     DEFAULT_MEMORY_LIMIT,
@@ -59,23 +58,15 @@ from solver.optimize.miqp import (
     memory_units,
 )
 from solver.optimize.miqp_schedule import encode_stages, schedule_from_values
-from solver.status import Progress, SolveStatus
-
-if TYPE_CHECKING:
-    from solver.optimize.solve import SolveOptions
 
 __all__ = [
-    "OffloadIncumbents",
     "OffloadModel",
     "build_offload_model",
+    "offload_roles",
     "schedule_from_offload_values",
-    "solve_offload",
     "values_from_offload_schedule",
     "OFFLOAD_METHOD",
-    "PAPER_SHARE",
 ]
-
-logger = logging.getLogger(__name__)
 
 OFFLOAD_METHOD = "xengine+offload"
 """The method name an offloading solve reports (its schedules' ``solver.method``)."""
@@ -132,6 +123,9 @@ def build_offload_model(
     add_memory_constraints(model, b)
     _add_offload_constraints(model, b)
     model.program = b.program()
+    from solver.optimize.formulation import OFFLOADING  # the formulation imports this module
+
+    model.formulation = OFFLOADING
     return model
 
 
@@ -338,106 +332,10 @@ def _fill_memory(model: OffloadModel, x: np.ndarray) -> None:
                         held -= float(size[d, g.edge_pairs[e][0]]) * x[model.F[d, t, e]]
 
 
-class OffloadIncumbents(Incumbents):
-    """Incumbents that read the backend's values with the offloading copies."""
+def offload_roles(model: ArrayModel):
+    """The paper's column roles plus the copies ``O`` (stage, tensor) and the holds ``H``
+    (memory state, always left free by a neighbourhood)."""
+    from solver.optimize.formulation import column_roles
 
-    def offer_values(self, model, values, claimed=None) -> bool:
-        info = SolverInfo(self.method, self.backend, SolveStatus.FEASIBLE, objective=claimed)
-        if isinstance(model, OffloadModel):
-            schedule = schedule_from_offload_values(model, values, info)
-        else:
-            schedule = schedule_from_values(model, values, info)
-        timeline = simulate(self.graph, schedule)
-        if not timeline.valid:
-            self.rejected.append(f"the solver's schedule does not replay: {timeline.violation}")
-            return False
-        if claimed is not None and timeline.total_ms > claimed + 1e-6 * max(1.0, claimed):
-            self.rejected.append(
-                f"the replay costs {timeline.total_ms:.6g} ms but the solver claimed "
-                f"{claimed:.6g} ms"
-            )
-            return False
-        return self.offer(schedule, timeline, self.backend)
-
-
-PAPER_SHARE = 0.5
-"""The share of the time limit the paper's model gets first when no start is given: its
-schedule (with its neighbourhood search and confirmation in bytes) is never beaten by
-offloading's for long, and every one of its schedules is one of the offloading model's."""
-
-
-def solve_offload(
-    graph: Graph,
-    options: SolveOptions,
-    on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
-    start: tuple[Schedule, Timeline] | None = None,
-) -> SolveResult:
-    """Solve XEngine's MIQP with offloading copies allowed (``SolveOptions.offload``).
-
-    First the paper's model (:func:`~solver.optimize.solve.solve_xengine`) runs for
-    :data:`PAPER_SHARE` of the time limit, unless ``start`` (a valid schedule and its replay,
-    e.g. the paper's model's result) is given; its best schedule is an incumbent here, and
-    every schedule of the paper's model is one of this model's (no copies), so the result is
-    never dearer than it. Its bound is not offloading's and is not reported.
-
-    Then, like the paper's model (:func:`solver.optimize.solve.solve_model`): the offloading
-    model with its neighbourhood search beside it (``options.improve``), every schedule
-    replayed, and "optimal" claimed only for an optimum that replays at the proven cost.
-    Where memory rows are rounded (very large budgets) the relaxed model's optimum is
-    confirmed in bytes, or the safe model searches for the rest of the time and the result
-    is "feasible" with the relaxed model's bound (docs/spec-notes.md, "Memory in bytes").
-
-    Examples
-    --------
-    >>> from solver.document.generators import unit_chain
-    >>> from solver.optimize.solve import SolveOptions
-    >>> result = solve_offload(unit_chain(4, budget=4), SolveOptions(time_limit_s=20))
-    >>> result.status.value, result.timeline.total_ms
-    ('optimal', 11.0)
-    """
-    from solver.optimize.solve import solve_model, start_solve
-
-    begun = start_solve(graph, options, OFFLOAD_METHOD, on_progress, OffloadIncumbents)
-    if isinstance(begun, SolveResult):
-        return begun
-    best = begun.best
-    if start is None:
-        paper = _papers_model(graph, options, begun.deadline, on_progress, cancel)
-        if paper.ok and paper.schedule is not None and paper.timeline is not None:
-            best.offer(paper.schedule, paper.timeline, source="the paper's model")
-        if cancel is not None and cancel.is_set():
-            stopped = replace(begun.base, status=SolveStatus.CANCELLED)
-            return best.result(stopped, "cancelled while solving the paper's model")
-    else:
-        best.offer(*start, source=start[0].solver.method if start[0].solver else "the start")
-    return solve_model(
-        begun, build_offload_model, options, on_progress, cancel, label="XEngine with offloading"
-    )
-
-
-def _papers_model(
-    graph: Graph,
-    options: SolveOptions,
-    deadline: float,
-    on_progress: ProgressCallback | None,
-    cancel: threading.Event | None,
-) -> SolveResult:
-    """The paper's model for its share of the time, its progress reported without its bound
-    (a bound of the paper's model is none of offloading's: offloading may go below it)."""
-    from solver.optimize.solve import solve_xengine
-
-    share = max(0.0, deadline - time.monotonic()) * PAPER_SHARE
-    if share < 0.5:
-        return SolveResult("xengine", SolveStatus.TIME_LIMIT)
-
-    def unbounded(progress: Progress) -> None:
-        assert on_progress is not None
-        on_progress(replace(progress, bound=None, gap=None))
-
-    return solve_xengine(
-        graph,
-        replace(options, offload=False, time_limit_s=share),
-        unbounded if on_progress is not None else None,
-        cancel,
-    )
+    assert isinstance(model, OffloadModel)
+    return column_roles(model, {"stage-node": model.O, "state": model.H})

@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -21,26 +20,23 @@ from solver.execution.simulate import Timeline, simulate
 from solver.optimize.backends import BackendOptions, BackendResult, run_backend
 from solver.optimize.baselines import checkpoint_all, chen_greedy
 from solver.optimize.bounds import explain_infeasible
+from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
 from solver.optimize.lns import encode_schedule, search_windows
-from solver.optimize.miqp import (
-    ArrayModel,
-    BuildInterrupted,
-    ModelTooLarge,
-    build_array_model,
-    cheapest_once,
-)
-from solver.status import SolveStatus
+from solver.optimize.miqp import ArrayModel, BuildInterrupted, ModelTooLarge, cheapest_once
+from solver.optimize.offload import OFFLOAD_METHOD
+from solver.status import Progress, SolveStatus
 
 __all__ = [
-    "ModelBuilder",
+    "PAPER_SHARE",
     "ProgressCallback",
     "SolveOptions",
     "SolveResult",
     "SolveStart",
     "best_baseline",
     "solve_model",
+    "solve_offload",
     "start_solve",
     "solve_xengine",
 ]
@@ -93,13 +89,11 @@ def solve_xengine(
     ('optimal', 11.0)
     """
     if options.offload:  # issue 12: offloading, a model of its own
-        from solver.optimize.offload import solve_offload
-
         return solve_offload(graph, options, on_progress, cancel)
     start = start_solve(graph, options, method, on_progress)
     if isinstance(start, SolveResult):
         return start
-    return solve_model(start, build_array_model, options, on_progress, cancel, label="XEngine")
+    return solve_model(start, PAPER, options, on_progress, cancel)
 
 
 @dataclass
@@ -118,21 +112,19 @@ def start_solve(
     options: SolveOptions,
     method: str,
     on_progress: ProgressCallback | None = None,
-    incumbents: type[Incumbents] = Incumbents,
 ) -> SolveStart | SolveResult:
     """The start every MIQP solve shares: the infeasibility check, the deadline, the backend's
     name, and the heuristic start (:func:`best_baseline`) as the first incumbent.
 
     Returns the finished :class:`SolveResult` when the budgets are infeasible (model.md §4's
-    explanation), else the :class:`SolveStart`. ``incumbents`` is the class that reads the
-    backend's values (the offloading model's reads its copies too).
+    explanation), else the :class:`SolveStart`.
     """
     reason = explain_infeasible(graph)
     if reason:
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
     started = time.monotonic()
     backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
-    best = incumbents(graph, method, backend, on_progress)
+    best = Incumbents(graph, method, backend, on_progress)
     if options.warm_start:
         heuristic = best_baseline(graph)
         if heuristic is not None:
@@ -141,35 +133,22 @@ def start_solve(
     return SolveStart(best, started, started + options.time_limit_s, base)
 
 
-class ModelBuilder(Protocol):
-    """Builds a model of ``graph`` (:func:`~solver.optimize.miqp.build_array_model`'s keywords)."""
-
-    def __call__(
-        self,
-        graph: Graph,
-        *,
-        rounding: str = "relaxed",
-        deadline: float | None = None,
-        cancel: threading.Event | None = None,
-        upper_bound: float | None = None,
-    ) -> ArrayModel: ...
-
-
 def solve_model(
     start: SolveStart,
-    build: ModelBuilder,
+    formulation: Formulation,
     options: SolveOptions,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
-    label: str = "XEngine",
 ) -> SolveResult:
-    """Build the model with ``build``, run the backend (and the neighbourhood search beside it,
+    """Build ``formulation``'s model, run the backend (and the neighbourhood search beside it,
     if ``options.improve``), confirm the answer in bytes where memory rows were rounded, and
     conclude. Shared by the paper's model and the offloading one."""
     best, started, deadline, base = start.best, start.started, start.deadline, start.base
     graph = best.graph
+    label = formulation.label
+    base = replace(base, formulation=label)
     try:
-        model = build(graph, deadline=deadline, cancel=cancel, upper_bound=best.cost)
+        model = formulation.make(graph, deadline=deadline, cancel=cancel, upper_bound=best.cost)
     except BuildInterrupted as exc:
         status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
         why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
@@ -186,7 +165,7 @@ def solve_model(
         f"{label}: model built in {base.build_seconds:.1f} s: {model.num_variables:,} "
         f"variables, {model.num_constraints:,} constraints"
     )
-    outcome = _run_model(model, build, options, best, deadline, on_progress, cancel)
+    outcome = _run_model(model, options, best, deadline, on_progress, cancel)
     if outcome is None:  # the deadline or a cancel came before the backend could start
         stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
         return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
@@ -203,15 +182,12 @@ def solve_model(
         claimed = None if model.capped else outcome.objective
         best.offer_values(model, outcome.values, claimed=claimed)
     if not model.memory.all_exact:
-        outcome = _confirm_in_bytes(
-            model, build, outcome, options, best, deadline, on_progress, cancel
-        )
+        outcome = _confirm_in_bytes(model, outcome, options, best, deadline, on_progress, cancel)
     return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
 
 
 def _confirm_in_bytes(
     relaxed: ArrayModel,
-    build: ModelBuilder,
     outcome: BackendResult,
     options: SolveOptions,
     best: Incumbents,
@@ -244,12 +220,12 @@ def _confirm_in_bytes(
     )
     why = f"memory rows rounded ({rounded}); the bound is the relaxed model's, valid in bytes"
     try:
-        safe = build(
+        safe = relaxed.formulation.make(
             g, rounding="safe", deadline=deadline, cancel=cancel, upper_bound=relaxed.upper_bound
         )
     except (BuildInterrupted, ModelTooLarge):
         return replace(outcome, status=_not_proven(outcome.status), message=why)
-    second = _run_model(safe, build, options, best, deadline, on_progress, cancel)
+    second = _run_model(safe, options, best, deadline, on_progress, cancel)
     if second is None:
         return replace(outcome, status=_not_proven(outcome.status), message=why)
     if second.values is not None:
@@ -268,7 +244,6 @@ def _not_proven(status: SolveStatus) -> SolveStatus:
 
 def _run_model(
     model: ArrayModel,
-    build: ModelBuilder,
     options: SolveOptions,
     best: Incumbents,
     deadline: float,
@@ -295,7 +270,7 @@ def _run_model(
     if options.improve and best.timeline is not None:
         search = threading.Thread(
             target=_improve,
-            args=(model, build, best, options.backend, deadline, cancel, proven),
+            args=(model, best, options.backend, deadline, cancel, proven),
             name="xengine-lns",
             daemon=True,
         )
@@ -327,7 +302,6 @@ the rest of the time (a backend that failed or stopped early leaves it the machi
 
 def _improve(
     model: ArrayModel,
-    build: ModelBuilder,
     best: Incumbents,
     backend: str,
     deadline: float,
@@ -339,7 +313,7 @@ def _improve(
     schedules that overrun by a few bytes)."""
     if model.memory.rounding != "safe" and not model.memory.all_exact:
         try:
-            model = build(
+            model = model.formulation.make(
                 model.graph,
                 rounding="safe",
                 deadline=deadline,
@@ -370,6 +344,84 @@ def _cutoff(options: SolveOptions, best: Incumbents) -> float | None:
 
 def _source_name(schedule: Schedule) -> str:
     return schedule.solver.method if schedule.solver else "a heuristic"
+
+
+# ----- offloading ----------------------------------------------------------------------------
+PAPER_SHARE = 0.5
+"""The share of the time limit the paper's model gets first when no start is given: its
+schedule (with its neighbourhood search and confirmation in bytes) is never beaten by
+offloading's for long, and every one of its schedules is one of the offloading model's."""
+
+
+def solve_offload(
+    graph: Graph,
+    options: SolveOptions,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    start: tuple[Schedule, Timeline] | None = None,
+) -> SolveResult:
+    """Solve XEngine's MIQP with offloading copies allowed (``SolveOptions.offload``).
+
+    First the paper's model runs for :data:`PAPER_SHARE` of the time limit, unless ``start``
+    (a valid schedule and its replay, e.g. the paper's model's result) is given; its best
+    schedule is an incumbent here, and every schedule of the paper's model is one of this
+    model's (no copies), so the result is never dearer than it. Its bound is not
+    offloading's and is not reported.
+
+    Then, like the paper's model (:func:`solve_model`): the offloading formulation
+    (:data:`~solver.optimize.formulation.OFFLOADING`) with its neighbourhood search beside
+    it (``options.improve``), every schedule replayed, and "optimal" claimed only for an
+    optimum that replays at the proven cost. Where memory rows are rounded (very large
+    budgets) the relaxed model's optimum is confirmed in bytes, or the safe model searches
+    for the rest of the time and the result is "feasible" with the relaxed model's bound
+    (docs/spec-notes.md, "Memory in bytes").
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> result = solve_offload(unit_chain(4, budget=4), SolveOptions(time_limit_s=20))
+    >>> result.status.value, result.timeline.total_ms
+    ('optimal', 11.0)
+    """
+    begun = start_solve(graph, options, OFFLOAD_METHOD, on_progress)
+    if isinstance(begun, SolveResult):
+        return begun
+    best = begun.best
+    if start is None:
+        paper = _papers_model(graph, options, begun.deadline, on_progress, cancel)
+        if paper.ok and paper.schedule is not None and paper.timeline is not None:
+            best.offer(paper.schedule, paper.timeline, source="the paper's model")
+        if cancel is not None and cancel.is_set():
+            stopped = replace(begun.base, status=SolveStatus.CANCELLED)
+            return best.result(stopped, "cancelled while solving the paper's model")
+    else:
+        best.offer(*start, source=start[0].solver.method if start[0].solver else "the start")
+    return solve_model(begun, OFFLOADING, options, on_progress, cancel)
+
+
+def _papers_model(
+    graph: Graph,
+    options: SolveOptions,
+    deadline: float,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+) -> SolveResult:
+    """The paper's model for its share of the time, its progress reported without its bound
+    (a bound of the paper's model is none of offloading's: offloading may go below it)."""
+    share = max(0.0, deadline - time.monotonic()) * PAPER_SHARE
+    if share < 0.5:
+        return SolveResult("xengine", SolveStatus.TIME_LIMIT)
+
+    def unbounded(progress: Progress) -> None:
+        assert on_progress is not None
+        on_progress(replace(progress, bound=None, gap=None))
+
+    return solve_xengine(
+        graph,
+        replace(options, offload=False, time_limit_s=share),
+        unbounded if on_progress is not None else None,
+        cancel,
+    )
 
 
 # ----- warm start ----------------------------------------------------------------------------

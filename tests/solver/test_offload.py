@@ -15,8 +15,8 @@ from solver.document.schedule_io import schedule_from_dict, schedule_to_dict
 from solver.errors import ScheduleFormatError
 from solver.execution.concurrent import concurrent_layout
 from solver.execution.simulate import check_schedule, simulate
-from solver.optimize.offload import OFFLOAD_METHOD, build_offload_model, solve_offload
-from solver.optimize.solve import SolveOptions, solve_xengine
+from solver.optimize.offload import OFFLOAD_METHOD, build_offload_model
+from solver.optimize.solve import SolveOptions, solve_offload, solve_xengine
 from solver.status import SolveStatus
 
 

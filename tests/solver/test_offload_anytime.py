@@ -14,16 +14,12 @@ from test_offload import offload_chain, offloading_schedule
 from solver.document.graph import Device, Edge, Link, Node, make_graph
 from solver.execution.simulate import check_schedule, simulate
 from solver.optimize import offload
+from solver.optimize.incumbents import Incumbents
 from solver.optimize.lns import encode_schedule, search_windows
 from solver.optimize.methods import solve
 from solver.optimize.miqp import ModelTooLarge, memory_units
-from solver.optimize.offload import (
-    OFFLOAD_METHOD,
-    OffloadIncumbents,
-    build_offload_model,
-    solve_offload,
-)
-from solver.optimize.solve import SolveOptions
+from solver.optimize.offload import OFFLOAD_METHOD, build_offload_model
+from solver.optimize.solve import SolveOptions, solve_offload
 from solver.status import SolveStatus
 
 GB = 10**9
@@ -122,7 +118,7 @@ def test_neighbourhood_search_finds_the_offloading_copies():
     graph = offload_chain(1.0)
     recompute = solve(graph, "xengine", SolveOptions(time_limit_s=20))
     assert recompute.timeline.total_ms == 23.0
-    best = OffloadIncumbents(graph, OFFLOAD_METHOD, "CBC", None)
+    best = Incumbents(graph, OFFLOAD_METHOD, "CBC", None)
     best.offer(recompute.schedule, recompute.timeline, "xengine")
     stop = threading.Event()
     original = best.offer

@@ -13,8 +13,7 @@ from test_properties import small_graphs
 from solver.document.graph_io import graph_from_dict
 from solver.execution.simulate import check_schedule
 from solver.optimize.backends import BackendOptions, run_backend
-from solver.optimize.offload import solve_offload
-from solver.optimize.solve import SolveOptions
+from solver.optimize.solve import SolveOptions, solve_offload
 from solver.optimize.xengine import build_model
 from solver.status import SolveStatus
 
