@@ -27,7 +27,7 @@ from solver.document.units import MAX_SIZE, format_ms, format_size, parse_size
 from solver.errors import XEngineError, printable
 from solver.execution.concurrent import concurrent_makespan
 from solver.execution.simulate import Timeline, effective_graph, simulate
-from solver.optimize.backends import available_backends
+from solver.optimize.backends.registry import BACKENDS, available_backends
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.methods import METHODS, OFFLOAD_METHODS, offload_applies, parse_method
 from solver.optimize.solve import SolveOptions, SolveResult
@@ -43,6 +43,7 @@ MAX_THREADS = 256
 MAX_PERCENT = 10**6
 """The largest ``--budget DEVICE=P%`` (ten thousand times the no-remat peak)."""
 MAX_STEPS = 10_000
+_SOLVER_HELP = "; ".join(f"{b.name}: {b.description}" for b in BACKENDS.values())
 CANCEL_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
@@ -114,9 +115,10 @@ def _options(args: argparse.Namespace) -> SolveOptions:
     if args.time_limit <= 0:
         raise UsageError("--time-limit must be positive")
     if args.solver not in available_backends():
+        missing = BACKENDS[args.solver]
         raise UsageError(
-            f"--solver {args.solver}: not installed here; install the 'highs' "
-            "extra (pip install highspy) or use cbc"
+            f"--solver {args.solver}: {missing.label} is not installed here; "
+            f"{missing.install_hint()}, or use cbc"
         )
     offload = bool(getattr(args, "offload", False))
     methods = getattr(args, "method", None) or ["xengine"]
@@ -437,7 +439,7 @@ def _parser() -> argparse.ArgumentParser:
             help="device memory, e.g. gpu=2GiB or gpu=60%% (of the no-remat peak)",
         )
         p.add_argument("--time-limit", type=_seconds, default=60.0, metavar="SECONDS")
-        p.add_argument("--solver", choices=["cbc", "highs"], default="cbc")
+        p.add_argument("--solver", choices=list(BACKENDS), default="cbc", help=_SOLVER_HELP)
         p.add_argument("--gap", type=_gap, default=1e-4, help="relative gap (default 1e-4)")
         p.add_argument("--threads", type=_threads, default=None)
         p.add_argument(

@@ -39,7 +39,7 @@ from app.views.plotting import opaque_grid
 from app.workers import SolveRequest
 from solver.document.graph import Graph
 from solver.document.units import format_size
-from solver.optimize.backends import available_backends
+from solver.optimize.backends.registry import BACKENDS, available_backends
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
@@ -47,7 +47,6 @@ __all__ = ["SolverPanel", "method_choices", "LOG_MAX_LINES"]
 
 LOG_MAX_LINES = 2000
 """The log keeps this many lines (QPlainTextEdit.setMaximumBlockCount)."""
-_BACKEND_LABELS = {"cbc": "CBC", "highs": "HiGHS"}
 _SINGLE = (
     ("checkmate", "Checkmate on {d}"),
     ("checkpoint-all", "Checkpoint all on {d}"),
@@ -104,7 +103,9 @@ class SolverPanel(QWidget):
         self.method_box = QComboBox()
         self.backend_box = QComboBox()
         for backend in available_backends():
-            self.backend_box.addItem(_BACKEND_LABELS.get(backend, backend), backend)
+            self.backend_box.addItem(BACKENDS[backend].label, backend)
+            index = self.backend_box.count() - 1
+            self.backend_box.setItemData(index, BACKENDS[backend].description, Qt.ToolTipRole)
         self.time_limit_box = QDoubleSpinBox(decimals=0, minimum=1, maximum=86_400, suffix=" s")
         self.gap_box = QDoubleSpinBox(decimals=3, minimum=0, maximum=50, suffix=" %")
         self.gap_box.setSingleStep(0.1)

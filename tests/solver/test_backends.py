@@ -8,6 +8,7 @@ in for a CBC that hangs, ignores SIGINT or crashes.
 
 from __future__ import annotations
 
+import importlib
 import os
 import stat
 import threading
@@ -18,12 +19,14 @@ import numpy as np
 import pulp
 import pytest
 
+from solver.errors import XEngineError
 from solver.optimize.backends import (
     BackendOptions,
     BackendResult,
     _common,
     available_backends,
     cbc,
+    registry,
     run_backend,
 )
 from solver.status import Progress, SolveStatus
@@ -276,7 +279,16 @@ def test_backend_options_rejects_bad_settings(kwargs: dict, match: str) -> None:
 
 def test_available_backends_lists_cbc_first() -> None:
     assert available_backends()[0] == "cbc"
-    assert set(available_backends()) <= {"cbc", "highs"}
+    assert set(available_backends()) <= set(registry.BACKENDS)
+
+
+def test_every_available_backend_imports_and_an_unknown_one_names_the_choices() -> None:
+    for name in available_backends():
+        module = registry.BACKENDS[name].module
+        if module is not None:
+            importlib.import_module(module)
+    with pytest.raises(XEngineError, match="unknown solver 'gurobi'; choose one of cbc"):
+        registry.backend("gurobi")
 
 
 # --------------------------------------------------------------------------- CBC only

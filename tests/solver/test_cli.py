@@ -262,7 +262,7 @@ def test_usage_error_inside_a_subcommand_is_one_line_on_a_real_run():
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
         "main.py solve: error: argument --solver: invalid choice: 'gurobi' (choose from "
-        "'cbc', 'highs'); see main.py solve --help\n"
+        "'cbc', 'highs', 'cpsat'); see main.py solve --help\n"
     )
 
 

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from solver.optimize.backends import highs
 from solver.optimize.backends._common import BackendResult, Cancel, Tracker, pulp_codes
 from solver.optimize.backends.cbc import run_cbc
 from solver.optimize.backends.highs import SolutionCallback, run_highs
 from solver.optimize.backends.lp import LinearProgram, from_pulp
+from solver.optimize.backends.registry import BACKENDS, available_backends
 from solver.status import Progress
 
 __all__ = [
+    "BACKENDS",
     "BackendOptions",
     "BackendResult",
     "LinearProgram",
@@ -38,7 +39,8 @@ __all__ = [
     "run_backend",
 ]
 
-BACKENDS = ("cbc", "highs")
+LINEAR = tuple(name for name, b in BACKENDS.items() if b.kind == "milp")
+"""The backends that run a :class:`LinearProgram` (the others take other models)."""
 
 
 @dataclass(frozen=True)
@@ -73,30 +75,14 @@ class BackendOptions:
     cutoff: float | None = None
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}; got {self.backend!r}")
+        if self.backend not in LINEAR:
+            raise ValueError(f"backend must be one of {LINEAR}; got {self.backend!r}")
         if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
             raise ValueError(f"time_limit_s must be a positive number; got {self.time_limit_s}")
         if not (math.isfinite(self.gap_rel) and self.gap_rel >= 0):
             raise ValueError(f"gap_rel must be >= 0; got {self.gap_rel}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1 or None; got {self.threads}")
-
-
-def available_backends() -> list[str]:
-    """List the backends this installation can run, so the GUI offers only those.
-
-    Returns
-    -------
-    list of str
-        ``["cbc"]``, plus ``"highs"`` when ``highspy`` imports.
-
-    Examples
-    --------
-    >>> available_backends()[0]
-    'cbc'
-    """
-    return ["cbc", "highs"] if highs.highspy is not None else ["cbc"]
 
 
 def run_backend(
@@ -176,6 +162,6 @@ def _run(
     on_solution: SolutionCallback | None,
 ) -> BackendResult:
     tracker = Tracker(program.offset, on_progress)
-    if options.backend == "highs":
+    if options.backend == "highs":  # each runner is its own: a new one is a new branch here
         return run_highs(program, options, tracker, cancel, start, on_solution)
     return run_cbc(program, options, tracker, cancel, start)
