@@ -30,10 +30,29 @@ if TYPE_CHECKING:
     from solver.optimize.backends import BackendResult
     from solver.optimize.miqp import ArrayModel
 
-__all__ = ["ProgressCallback", "SolveResult", "Incumbents"]
+__all__ = ["ProgressCallback", "Restricted", "SolveResult", "Incumbents"]
 
 ProgressCallback = Callable[[Progress], None]
 _REL_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Restricted:
+    """What a solve proved under a restriction of the problem (the interval model's ``C``
+    runs per node and device): its bound holds for that restriction only, never shown as
+    the problem's bound; ``proven`` says the restricted optimum was reached."""
+
+    runs: int
+    bound: float | None
+    proven: bool
+
+    def describe(self) -> str:
+        what = f"at most {self.runs} runs of each node per device"
+        if self.proven:
+            return f"optimal among schedules with {what}"
+        if self.bound is not None:
+            return f"no schedule with {what} costs less than {self.bound:.6g} ms"
+        return f"searched schedules with {what}"
 
 
 @dataclass(frozen=True)
@@ -60,6 +79,8 @@ class SolveResult:
     advice: str = ""
     """When the result is weak (a gap left, the model too big for the time): one sentence on
     what would help, for the CLI and the window; empty otherwise."""
+    restricted: Restricted | None = None
+    """What was proven under a restriction (the interval model's runs per node), if any."""
 
     @property
     def ok(self) -> bool:
@@ -252,8 +273,25 @@ class Incumbents:
             message=message,
         )
 
-    def _elapsed(self) -> float:
+    def elapsed(self) -> float:
+        """Seconds since the solve started."""
         return time.monotonic() - self.started
+
+    _elapsed = elapsed
+
+    def floor_bound(self) -> float | None:
+        """The best bound known without the backend, clamped to the incumbent."""
+        with self.lock:
+            return self._clamped(self._best_bound(None), self.cost)
+
+    def raise_floor(self, bound: float, why: str) -> None:
+        """A valid bound found beside the backend (the relaxation): keep it if it is higher,
+        and say so in the log."""
+        with self.lock:
+            if self.floor is not None and bound <= self.floor:
+                return
+            self.floor = bound
+        self.note(why)
 
     def _best_bound(self, bound: float | None) -> float | None:
         if self.floor is None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from solver.document.schedule import Schedule
 from solver.execution.simulate import Timeline
-from solver.optimize.backends import BackendOptions, run_backend
+from solver.optimize.backends import BackendOptions, registry, run_backend
 from solver.optimize.incumbents import Incumbents
 from solver.optimize.miqp import ArrayModel
 from solver.optimize.miqp_schedule import without_resident_recomputes
@@ -220,7 +220,7 @@ def _solve_free(
         threads=1,
         cutoff=cost - 1e-6 * max(1.0, abs(cost)),
     )
-    start = x[columns] if backend == "highs" else None
+    start = x[columns] if registry.backend(backend).mip_start else None
     # A neighbourhood's backend stops with the search: once the full model has proved its
     # answer, waiting for the neighbourhood would only delay the result.
     outcome = run_backend(sub, options, None, _Either(cancel, stop), start=start)

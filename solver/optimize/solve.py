@@ -12,20 +12,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
+from solver.errors import XEngineError
 from solver.execution.simulate import Timeline, simulate
-from solver.optimize.backends import BackendOptions, BackendResult, run_backend
+from solver.optimize.backends import BackendOptions, BackendResult, registry, run_backend
 from solver.optimize.baselines import checkpoint_all, chen_greedy
 from solver.optimize.bounds import explain_infeasible
+from solver.optimize.construct import construct_best
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
+from solver.optimize.interval_solve import solve_intervals
+from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.lns import encode_schedule, search_windows
 from solver.optimize.miqp import ArrayModel, BuildInterrupted, ModelTooLarge, cheapest_once
 from solver.optimize.offload import OFFLOAD_METHOD
+from solver.optimize.relaxation import relaxation_bound
 from solver.status import Progress, SolveStatus
 
 __all__ = [
@@ -65,6 +72,22 @@ class SolveOptions:
     improve: bool = True
     offload: bool = False
     """Allow offloading copies (solver/optimize/offload.py); off: the paper's model, unchanged."""
+    formulation: str = "auto"
+    """``"stages"`` (the paper's model), ``"intervals"`` (retention intervals, CP-SAT) or
+    ``"auto"``: by the backend and the graph's size (:func:`choose_formulation`)."""
+    runs: int = DEFAULT_RUNS
+    """The interval model's ``C``: computations per node and device it considers."""
+
+    def __post_init__(self) -> None:
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(
+                f"formulation must be one of {', '.join(FORMULATIONS)}; got {self.formulation!r}"
+            )
+        if self.runs < 1:
+            raise ValueError(f"runs must be at least 1; got {self.runs}")
+
+
+FORMULATIONS = ("auto", "stages", "intervals")
 
 
 def solve_xengine(
@@ -93,7 +116,68 @@ def solve_xengine(
     start = start_solve(graph, options, method, on_progress)
     if isinstance(start, SolveResult):
         return start
-    return solve_model(start, PAPER, options, on_progress, cancel)
+    with _relaxation_beside(start, options, cancel):
+        if choose_formulation(graph, options) == "intervals":
+            return solve_intervals(start, options, on_progress, cancel, options.runs)
+        return solve_model(start, PAPER, options, on_progress, cancel)
+
+
+def choose_formulation(graph: Graph, options: SolveOptions) -> str:
+    """Which model a solve runs: the paper's stage model, or retention intervals.
+
+    CP-SAT runs the interval model; CBC and HiGHS run the paper's. ``"auto"`` on CBC or
+    HiGHS keeps the paper's model (it proves optima in bytes, with no restriction).
+    """
+    if registry.backend(options.backend).kind == "cp":
+        return "intervals"
+    if options.formulation == "intervals":
+        label = registry.backend(options.backend).label
+        raise XEngineError(f"the interval formulation runs on CP-SAT, not {label}")
+    return "stages"
+
+
+@contextmanager
+def _relaxation_beside(
+    start: SolveStart, options: SolveOptions, cancel: threading.Event | None
+) -> Iterator[None]:
+    """Compute :mod:`solver.optimize.relaxation`'s bound on a thread of its own while the
+    solve runs (CBC in a process of its own), raising the incumbents' floor when it is in."""
+    stop = threading.Event()
+    best = start.best
+    budget = min(RELAXATION_SECONDS, max(0.5, options.time_limit_s * RELAXATION_SHARE))
+
+    def run() -> None:
+        try:
+            bound = relaxation_bound(best.graph, budget, "cbc", _Either(stop, cancel))
+        except Exception:  # a bound is a bonus: never let it cost the solve
+            logger.exception("the relaxation bound failed")
+            return
+        if bound is not None and not stop.is_set():
+            best.raise_floor(bound, f"relaxation: no schedule costs less than {bound:.6g} ms")
+
+    thread = threading.Thread(target=run, name="xengine-relaxation", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join(timeout=0.5)
+        stop.set()
+        thread.join()
+
+
+RELAXATION_SECONDS = 10.0
+RELAXATION_SHARE = 0.15
+"""The relaxation gets this share of the time limit, at most :data:`RELAXATION_SECONDS`."""
+
+
+class _Either:
+    """Set when either event is (the backends only ask ``is_set()``)."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
 
 
 @dataclass
@@ -123,10 +207,14 @@ def start_solve(
     if reason:
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
     started = time.monotonic()
-    backend = options.backend.upper() if options.backend == "cbc" else "HiGHS"
+    backend = registry.backend(options.backend).label
     best = Incumbents(graph, method, backend, on_progress)
     if options.warm_start:
-        heuristic = best_baseline(graph)
+        until = started + _heuristic_seconds(options)
+        built = construct_best(graph, deadline=until)
+        if built.schedule is not None and built.timeline is not None:
+            best.offer(built.schedule, built.timeline, source="the construction")
+        heuristic = best_baseline(graph, deadline=until)
         if heuristic is not None:
             best.offer(*heuristic, source=_source_name(heuristic[0]))
     base = SolveResult(method=method, status=SolveStatus.ERROR, backend=backend)
@@ -333,13 +421,18 @@ def _mip_start(options: SolveOptions) -> bool:
     """
     if options.mip_start is not None:
         return options.mip_start
-    return options.backend == "highs"
+    return registry.backend(options.backend).mip_start
 
 
 def _cutoff(options: SolveOptions, best: Incumbents) -> float | None:
     if not options.cutoff or best.timeline is None:
         return None
     return best.timeline.total_ms
+
+
+def _heuristic_seconds(options: SolveOptions) -> float:
+    """How long the heuristic start may take: a tenth of the limit, 2 to 10 s."""
+    return min(10.0, max(2.0, options.time_limit_s / 10))
 
 
 def _source_name(schedule: Schedule) -> str:
@@ -425,13 +518,18 @@ def _papers_model(
 
 
 # ----- warm start ----------------------------------------------------------------------------
-def best_baseline(graph: Graph) -> tuple[Schedule, Timeline] | None:
-    """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one)."""
+def best_baseline(
+    graph: Graph, deadline: float | None = None
+) -> tuple[Schedule, Timeline] | None:
+    """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one);
+    past ``deadline`` (a ``time.monotonic()`` instant) no further baseline is tried."""
     best: tuple[Schedule, Timeline] | None = None
     greedy = best_heterogeneous(graph)
     if greedy.schedule is not None and greedy.timeline is not None:
         best = (greedy.schedule, greedy.timeline)
     for device in graph.devices:
+        if deadline is not None and time.monotonic() > deadline:
+            break
         schedule = checkpoint_all(graph, device.name)
         candidates = [(schedule, simulate(graph, schedule))]
         greedy = chen_greedy(graph, device.name)

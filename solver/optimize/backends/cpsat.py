@@ -1,0 +1,127 @@
+"""Run OR-Tools CP-SAT on a CP model with live progress, a deadline and a cancel that keeps.
+
+CP-SAT runs in process. Its solution callback hands every improving solution over as the
+response's array of values (one per model variable, read in one call), its bound callback
+every better bound, its log callback every log line; :func:`run_cpsat` forwards them and
+stops the search (keeping the incumbent) when the cancel Event is set. CP-SAT is an optional
+backend (``pip install -e '.[cpsat]'``); :mod:`solver.optimize.intervals` says whether it is
+installed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from solver.optimize.backends._common import POLL_S, Cancel
+from solver.optimize.intervals import cp_model
+from solver.status import SolveStatus
+
+__all__ = ["CpOutcome", "run_cpsat"]
+
+
+@dataclass(frozen=True)
+class CpOutcome:
+    """How a CP-SAT run ended: status, objective and bound in the model's own (scaled) units,
+    the last solution's values (``None`` without one), seconds, and the tail of its log."""
+
+    status: SolveStatus
+    objective: float | None
+    bound: float | None
+    values: np.ndarray | None
+    seconds: float
+    log_tail: tuple[str, ...] = ()
+
+
+def run_cpsat(
+    model: Any,
+    time_limit_s: float,
+    threads: int = 1,
+    cancel: Cancel | None = None,
+    on_solution: Callable[[np.ndarray, float], None] | None = None,
+    on_bound: Callable[[float], None] | None = None,
+    on_log: Callable[[str], None] | None = None,
+    seed: int = 0,
+) -> CpOutcome:
+    """Minimise ``model`` (a ``cp_model.CpModel``) within ``time_limit_s`` seconds.
+
+    ``on_solution(values, objective)`` gets each improving solution (``values[var.index]``
+    is a variable's value); ``on_bound(bound)`` each better bound; ``on_log(line)`` each log
+    line. Exceptions raised by a callback stop the search and are raised here afterwards.
+    """
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.01, float(time_limit_s))
+    solver.parameters.num_workers = max(1, int(threads))
+    solver.parameters.random_seed = seed
+    solver.parameters.log_search_progress = on_log is not None
+    solver.parameters.log_to_stdout = False  # lines go to on_log; stdout stays the CLI's
+    failures: list[BaseException] = []
+    log: list[str] = []
+
+    def guarded(fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:  # keep C++ out of Python's errors: stop, re-raise later
+            failures.append(exc)
+            solver.stop_search()
+
+    class Callback(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            if on_solution is not None:
+                values = np.asarray(self.response_proto.solution, dtype=np.int64)
+                guarded(on_solution, values, float(self.objective_value))
+
+    if on_bound is not None:
+        solver.best_bound_callback = lambda bound: guarded(on_bound, float(bound))
+    if on_log is not None:
+
+        def logged(line: str) -> None:
+            log.append(line)
+            del log[:-200]
+            guarded(on_log, line)
+
+        solver.log_callback = logged
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(POLL_S):
+            if cancel is not None and cancel.is_set():
+                solver.stop_search()
+                return
+
+    watcher = threading.Thread(target=watch, name="cpsat-cancel", daemon=True)
+    watcher.start()
+    started = time.monotonic()
+    try:
+        code = solver.solve(model, Callback())
+    finally:
+        done.set()
+        watcher.join()
+    seconds = time.monotonic() - started
+    if failures:
+        raise failures[0]
+    status = _status(code, cancel, seconds, time_limit_s)
+    has = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    values = np.asarray(solver.response_proto.solution, dtype=np.int64) if has else None
+    objective = float(solver.objective_value) if has else None
+    bound = float(solver.best_objective_bound) if code != cp_model.INFEASIBLE else None
+    return CpOutcome(status, objective, bound, values, seconds, tuple(log[-40:]))
+
+
+def _status(code: int, cancel: Cancel | None, seconds: float, limit: float) -> SolveStatus:
+    if code == cp_model.OPTIMAL:
+        return SolveStatus.OPTIMAL
+    if code == cp_model.INFEASIBLE:
+        return SolveStatus.INFEASIBLE
+    if cancel is not None and cancel.is_set():
+        return SolveStatus.CANCELLED
+    if code == cp_model.FEASIBLE:
+        return SolveStatus.FEASIBLE
+    if code == cp_model.MODEL_INVALID:
+        return SolveStatus.ERROR
+    return SolveStatus.TIME_LIMIT

@@ -1,0 +1,424 @@
+"""A schedule at once: checkpoint everything, then drop what overflows and recompute it.
+
+Before any model is built a solve needs a valid schedule to show and to improve, and on large
+graphs the baselines often have none: checkpoint-all needs the no-rematerialization peak, and
+Chen's segments assume a chain-like forward pass (Moccasin's random layered graphs at 0.8 of
+their peak left every baseline without a schedule). This construction works on any DAG and
+any placement of nodes on devices.
+
+A schedule here is its keep sets ``K[t]`` (the tensors resident when stage ``t`` starts, each
+on its node's device); stage ``t`` then computes node ``t`` and, in ascending order, whatever
+it reads or keeps that is not resident (recursively: the least recomputation, as Checkmate
+derives ``R`` from ``S``). It starts from checkpoint-all (``K[t]`` holds every tensor still
+needed) and repairs: while some stage overflows a device, it *drops* a tensor that the stage
+holds without reading it, from the last stage that read it to the next one, which recomputes
+it. Each drop is chosen against the whole schedule as it stands (the tensors resident when
+the recomputation runs are known, not guessed): the one that removes the most overflow per
+millisecond of recomputation, among those that do not make the total overflow worse.
+
+:func:`construct_best` runs it over a few placements (every node on one device that can run
+them all, and each node on its cheapest device that can hold it with its inputs, which spills
+what is too big for the fast device) and returns the cheapest schedule that replays validly.
+Nothing here is optimal; it is fast and it fails only where no drop helps.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.document.graph import Graph
+from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
+from solver.execution.simulate import Timeline, simulate
+from solver.optimize.bounds import node_requirement
+
+__all__ = ["Construction", "construct", "construct_best", "placements"]
+
+CANDIDATES = 24
+"""Drops evaluated exactly per repair step (the most promising by bytes x stages held per
+millisecond of recomputation)."""
+REMAKE_CAP = 64
+"""Recomputations longer than this many operations are not estimated (taken as endless)."""
+
+
+@dataclass(frozen=True)
+class Construction:
+    """A constructed schedule with its replay, or the reason there is none."""
+
+    schedule: Schedule | None
+    timeline: Timeline | None
+    reason: str = ""
+    seconds: float = 0.0
+
+
+def placements(graph: Graph) -> list[list[int]]:
+    """The placements worth constructing from: every node on one device that can run them
+    all, and the cheapest placement (each node on its cheapest device that can hold it with
+    its inputs; a node too big for the fast device spills to the next)."""
+    found: list[list[int]] = []
+    for d, device in enumerate(graph.devices):
+        if all(
+            not math.isnan(graph.cost[d, k])
+            and node_requirement(graph, k) <= device.activation_budget
+            for k in range(graph.n)
+        ):
+            found.append([d] * graph.n)
+    cheapest = []
+    for k in range(graph.n):
+        need = node_requirement(graph, k)
+        able = [
+            (float(graph.cost[d, k]), d)
+            for d, device in enumerate(graph.devices)
+            if not math.isnan(graph.cost[d, k]) and need <= device.activation_budget
+        ]
+        if not able:
+            return found
+        cheapest.append(min(able)[1])
+    if cheapest not in found:
+        found.append(cheapest)
+    return found
+
+
+def construct(
+    graph: Graph,
+    placement: Sequence[int],
+    method: str = "construct",
+    deadline: float | None = None,
+) -> Schedule | None:
+    """The repaired schedule that runs node ``k`` on device ``placement[k]``, or ``None``
+    when some stage still overflows and no drop helps (or ``deadline`` passed first).
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> from solver.execution.simulate import simulate
+    >>> g = unit_chain(4, budget=3)
+    >>> timeline = simulate(g, construct(g, [0] * g.n))
+    >>> timeline.valid, timeline.total_ms
+    (True, 15.0)
+    """
+    repair = _Repair(graph, list(placement))
+    if not repair.run(deadline):
+        return None
+    return repair.schedule(method)
+
+
+def construct_best(graph: Graph, deadline: float | None = None) -> Construction:
+    """The cheapest valid schedule over :func:`placements`, replayed by the simulator.
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> found = construct_best(unit_chain(4, budget=3))
+    >>> found.timeline.valid, found.timeline.total_ms
+    (True, 15.0)
+    """
+    started = time.monotonic()
+    best: tuple[Schedule, Timeline] | None = None
+    reasons: list[str] = []
+    for placement in placements(graph):
+        if deadline is not None and time.monotonic() > deadline and best is not None:
+            break
+        schedule = construct(graph, placement, deadline=deadline)
+        where = "one device" if len(set(placement)) == 1 else "the cheapest placement"
+        if schedule is None:
+            reasons.append(f"on {where}, some stage overflows and no drop helps")
+            continue
+        timeline = simulate(graph, schedule)
+        if not timeline.valid:  # a defect of the construction: never shown
+            reasons.append(f"on {where}: {timeline.violation}")
+            continue
+        if best is None or timeline.total_ms < best[1].total_ms:
+            best = (schedule, timeline)
+    seconds = time.monotonic() - started
+    if best is None:
+        why = "; ".join(reasons) or "no placement fits every node"
+        return Construction(None, None, f"construction: {why}", seconds)
+    return Construction(best[0], best[1], "", seconds)
+
+
+class _Repair:
+    """Checkpoint-all, then drops until no device overflows (see the module docstring).
+
+    The keep sets are a boolean matrix ``keep[t, i]`` (``i`` resident when stage ``t``
+    starts; row ``n`` is empty) with the bytes they hold per device, ``held[t, d]``, so that a
+    stage's peak costs a walk over its operations only, and a drop's effect on the stages it
+    spans is one vectorised update.
+    """
+
+    def __init__(self, graph: Graph, placement: list[int]) -> None:
+        g = graph
+        n = g.n
+        self.g = g
+        self.n = n
+        self.place = placement
+        self.place_arr = np.array(placement, dtype=np.int64)
+        self.size = [int(m) for m in g.memory]
+        self.size_arr = np.array(self.size, dtype=np.int64)
+        self.work = [int(w) for w in g.workspace]
+        self.inputs = g.inputs
+        self.budget = np.array([int(b) for b in g.activation_budgets], dtype=np.int64)
+        self.num_d = len(self.budget)
+        self.cost = [
+            0.0 if math.isnan(g.cost[placement[k], k]) else float(g.cost[placement[k], k])
+            for k in range(n)
+        ]
+        last_use = [max(users, default=-1) for users in g.users]
+        self.keep = np.zeros((n + 1, n), dtype=bool)
+        for i in range(n):
+            if last_use[i] > i:
+                self.keep[i + 1 : last_use[i] + 1, i] = True
+        by_device = np.zeros((n, self.num_d), dtype=np.int64)
+        by_device[np.arange(n), self.place_arr] = self.size_arr
+        self.held = self.keep.astype(np.int64) @ by_device
+        self.ops: list[list[int]] = [self._closure(t) for t in range(n)]
+        self.made = np.zeros((n, n), dtype=bool)  # made[t, i]: stage t computes i
+        self.reads: list[list[int]] = [[] for _ in range(n)]  # stages reading i, sorted
+        for t in range(n):
+            self.made[t, self.ops[t]] = True
+            for i in self._read_by(self.ops[t]):
+                self.reads[i].append(t)
+        self.peak = np.zeros((n, self.num_d), dtype=np.int64)
+        for t in range(n):
+            self.peak[t] = self._stage_peak(t, self.ops[t])
+        self.over = np.maximum(self.peak - self.budget, 0).sum(axis=1)
+
+    # ----- the derived schedule -----------------------------------------------------------
+    def _closure(self, t: int) -> list[int]:
+        """Stage ``t``'s operations: node ``t`` and what it keeps newly, with every input that
+        is not resident, recursively, in ascending order."""
+        resident = self.keep[t]
+        newly = np.flatnonzero(self.keep[t + 1] & ~resident).tolist()
+        needed = {t, *newly}
+        stack = list(needed)
+        while stack:
+            for i in self.inputs[stack.pop()]:
+                if not resident[i] and i not in needed:
+                    needed.add(i)
+                    stack.append(i)
+        return sorted(needed)
+
+    def _read_by(self, ops: list[int]) -> set[int]:
+        read: set[int] = set()
+        for k in ops:
+            read.update(self.inputs[k])
+        return read
+
+    def _stage_peak(self, t: int, ops: list[int]) -> np.ndarray:
+        """Per device, the most memory in use during stage ``t`` (model.md §2 rules 4-5)."""
+        kept = self.keep[t + 1]
+        last_in_stage: dict[int, int] = {}
+        for p, k in enumerate(ops):
+            for i in self.inputs[k]:
+                last_in_stage[i] = p
+        live = self.held[t].tolist()
+        peak = list(live)
+        size, place = self.size, self.place
+        for p, k in enumerate(ops):
+            d = place[k]
+            running = size[k] + self.work[k]
+            for i in self.inputs[k]:
+                if place[i] != d:
+                    running += size[i]
+            if live[d] + running > peak[d]:
+                peak[d] = live[d] + running
+            live[d] += size[k]
+            for i in self.inputs[k]:
+                if last_in_stage[i] == p and not kept[i]:
+                    live[place[i]] -= size[i]
+            if not kept[k] and k not in last_in_stage:
+                live[d] -= size[k]
+        return np.array(peak, dtype=np.int64)
+
+    def _overflow(self, peak: np.ndarray) -> np.ndarray:
+        return np.maximum(peak - self.budget, 0).sum(axis=-1)
+
+    # ----- repairing ----------------------------------------------------------------------
+    def run(self, deadline: float | None) -> bool:
+        """Drop tensors until nothing overflows; False if stuck (or out of time)."""
+        steps = 0
+        while self.n:
+            worst = int(np.argmax(self.over))
+            if self.over[worst] == 0:
+                return True
+            steps += 1
+            if deadline is not None and steps % 8 == 0 and time.monotonic() > deadline:
+                return False
+            if not self._drop_one(worst):
+                return False
+        return True
+
+    def _drop_one(self, s: int) -> bool:
+        """Apply the best move that relieves stage ``s``; False if none helps.
+
+        A move drops a tensor ``u`` that ``s`` holds without reading, from the stage that made
+        or last read it to the next that reads it (which recomputes it); or does that and
+        also holds ``u``'s inputs until then, so that the recomputation needs nothing more
+        (worth it when they are smaller than ``u``, as a layer's inputs often are).
+        """
+        read_here = self._read_by(self.ops[s])
+        devices = np.flatnonzero(self.peak[s] > self.budget)
+        spans = []
+        entering = np.flatnonzero(self.keep[s] & np.isin(self.place_arr, devices))
+        if len(entering):
+            # the first stage of each one's unbroken stay up to s
+            stay = self.keep[: s + 1, entering][::-1]
+            gone = np.argmin(stay, axis=0)  # rows back from s to the first absent stage
+            firsts = np.where(stay.all(axis=0), 0, s - gone)
+            for u, first in zip(entering.tolist(), firsts.tolist(), strict=True):
+                if u in read_here:
+                    continue
+                reads = self.reads[u]
+                j = bisect.bisect_left(reads, s)
+                if j == len(reads):
+                    continue  # kept and never read again: cannot happen (K holds the needed)
+                a, b = max(first - 1, reads[j - 1] if j > 0 else -1, u), reads[j]
+                remake = self._remake_cost(u, b)
+                spans.append((self.size[u] * (b - a) / (remake + 1e-3), u, a, b))
+        newly = np.flatnonzero(self.keep[s + 1] & ~self.keep[s] & np.isin(self.place_arr, devices))
+        for u in newly.tolist():  # made here and kept: keep it no longer
+            reads = self.reads[u]
+            j = bisect.bisect_right(reads, s)
+            if j < len(reads):
+                b = reads[j]
+                remake = self._remake_cost(u, b)
+                spans.append((self.size[u] * (b - s) / (remake + 1e-3), u, s, b))
+        spans.sort(reverse=True)
+        best = None
+        for _, u, a, b in spans[:CANDIDATES]:
+            for move in self._moves(u, a, b):
+                relief, extra, change = self._evaluate(move)
+                if relief <= 0:
+                    continue
+                score = relief / (max(extra, 0.0) + 1e-3)
+                if best is None or score > best[0]:
+                    best = (score, change)
+        if best is None:
+            return False
+        self._apply(best[1])
+        return True
+
+    def _remake_cost(self, u: int, b: int) -> float:
+        """What recomputing ``u`` in stage ``b`` would cost with what is resident there: its
+        run and, recursively, its inputs that are not (capped: a long cascade is ruled out
+        by its cost anyway, and walking it is what makes large graphs slow)."""
+        resident = self.keep[b]
+        seen = {u}
+        stack = [u]
+        cost = 0.0
+        while stack:
+            k = stack.pop()
+            cost += self.cost[k]
+            if len(seen) > REMAKE_CAP:
+                return math.inf
+            for i in self.inputs[k]:
+                if not resident[i] and i not in seen:
+                    seen.add(i)
+                    stack.append(i)
+        return cost
+
+    def _moves(self, u: int, a: int, b: int) -> list[list[tuple[int, int, int, int]]]:
+        """Drop ``u`` from ``K[a+1..b]``; and the same while holding its missing inputs.
+
+        A move is a list of ``(tensor, first, last, sign)``: remove (-1) or add (+1) the
+        tensor to ``K[first..last]``.
+        """
+        drop = [(u, a + 1, b, -1)]
+        hold = []
+        for i in self.inputs[u]:
+            if self.keep[b, i]:
+                continue
+            there = np.flatnonzero(self.keep[:b, i] | self.made[:b, i])
+            if not len(there) or self.place[i] != self.place[u]:
+                return [drop]
+            hold.append((i, int(there[-1]) + 1, b, +1))
+        return [drop, drop + hold] if hold else [drop]
+
+    def _change(self, move: list[tuple[int, int, int, int]]) -> list[tuple[np.ndarray, int, bool]]:
+        """Apply ``move`` to the keep matrix in place; the log of what changed, to undo it."""
+        undo = []
+        for tensor, first, last, sign in move:
+            column = self.keep[first : last + 1, tensor]
+            flip = np.flatnonzero(column if sign < 0 else ~column) + first
+            if len(flip):
+                self.keep[flip, tensor] = sign > 0
+                self.held[flip, self.place[tensor]] += sign * self.size[tensor]
+                undo.append((flip, tensor, sign > 0))
+        return undo
+
+    def _undo(self, undo: list[tuple[np.ndarray, int, bool]]) -> None:
+        for flip, tensor, added in reversed(undo):
+            self.keep[flip, tensor] = not added
+            self.held[flip, self.place[tensor]] -= (1 if added else -1) * self.size[tensor]
+
+    def _evaluate(self, move: list[tuple[int, int, int, int]]):
+        """(overflow removed, cost added, the change to apply) of a move."""
+        touched: set[int] = set()
+        for _, first, last, _ in move:
+            touched.add(first - 1)
+            touched.add(last)
+        undo = self._change(move)
+        try:
+            new = {}
+            for t in touched:
+                ops = self._closure(t)
+                new[t] = (ops, self._stage_peak(t, ops))
+        finally:
+            self._undo(undo)
+        # elsewhere the tensor is resident all through and unread: its bytes come or go
+        delta = np.zeros((self.n, self.num_d), dtype=np.int64)
+        for flip, tensor, added in undo:
+            delta[flip, self.place[tensor]] += self.size[tensor] if added else -self.size[tensor]
+        rows = np.flatnonzero(delta.any(axis=1))
+        rows = rows[~np.isin(rows, list(touched))]
+        shifted = self.peak[rows] + delta[rows]
+        relief = int(self.over[rows].sum() - self._overflow(shifted).sum())
+        extra = 0.0
+        for t, (ops, peak) in new.items():
+            relief += int(self.over[t] - self._overflow(peak))
+            extra += sum(self.cost[k] for k in ops) - sum(self.cost[k] for k in self.ops[t])
+        return relief, extra, (move, new, rows, shifted)
+
+    def _apply(self, change) -> None:
+        move, new, rows, shifted = change
+        self._change(move)
+        self.peak[rows] = shifted
+        self.over[rows] = self._overflow(shifted)
+        for t, (ops, peak) in new.items():
+            old_reads = self._read_by(self.ops[t])
+            new_reads = self._read_by(ops)
+            for i in old_reads - new_reads:
+                self.reads[i].remove(t)
+            for i in new_reads - old_reads:
+                bisect.insort(self.reads[i], t)
+            self.made[t, self.ops[t]] = False
+            self.made[t, ops] = True
+            self.ops[t] = ops
+            self.peak[t] = peak
+            self.over[t] = self._overflow(peak)
+
+    def schedule(self, method: str) -> Schedule:
+        g = self.g
+        stages = []
+        for t in range(self.n):
+            operations = tuple(self._operation(k) for k in self.ops[t])
+            by_device: dict[str, set[str]] = {}
+            for i in np.flatnonzero(self.keep[t + 1]).tolist():
+                by_device.setdefault(g.devices[self.place[i]].name, set()).add(g.nodes[i].id)
+            stages.append(Stage(operations, {d: frozenset(v) for d, v in by_device.items()}))
+        budgets = {d.name: d.memory for d in g.devices}
+        return Schedule(g.name, budgets, tuple(stages), SolverInfo(method=method))
+
+    def _operation(self, k: int) -> Operation:
+        g, d = self.g, self.place[k]
+        remote = {
+            g.nodes[i].id: g.devices[self.place[i]].name
+            for i in self.inputs[k]
+            if self.place[i] != d
+        }
+        return Operation(g.nodes[k].id, g.devices[d].name, remote)

@@ -1,0 +1,461 @@
+"""XEngine's problem as retention intervals: a model that grows with n x C, not stages x nodes.
+
+The paper's MIQP (:mod:`solver.optimize.miqp`) has a variable per (device, stage, node): n^2
+of them, which no backend can take beyond a few hundred nodes. Moccasin (Bartan et al., ICML
+2023) states Checkmate's problem with *retention intervals* instead: node ``v`` is computed at
+most ``C`` times, each computation is an interval from the moment it runs to the moment its
+output is released, and memory is one cumulative constraint over the intervals. This module
+states XEngine's problem that way, on the same time axis as the paper's stages, and keeps
+every rule of model.md §2 that a schedule must obey:
+
+- **Time.** Operation "node ``v`` in stage ``t``" happens at time ``t * (n + 1) + v``: stage by
+  stage, in ascending node order inside a stage (model.md §2's serial order). Instance ``c`` of
+  node ``v`` on device ``d`` has a stage ``st[v,d,c]`` in ``[v, n-1]`` (the frontier rule: no
+  computation of ``v`` before stage ``v``), a presence literal ``p[v,d,c]``, and an end: its
+  output is resident on ``d`` during ``[start, end)``.
+- **Frontier.** Exactly one device computes ``v`` at stage ``v`` (its first instance there).
+- **Instances** of ``(v, d)`` are ordered and never overlap: a resident tensor is never
+  recomputed on its device (the solved model's ``R + S <= 1``).
+- **Inputs.** Every present instance ``j`` of ``v`` on ``d`` is *served*, for each input ``u``,
+  by an instance of ``u`` that started before ``j`` and is still resident when ``j`` runs:
+  on ``d`` (read locally) or on another device (a transfer, charged ``CC[(u,v)][d'->d]`` and
+  occupying ``M_u`` on ``d`` while ``j`` runs).
+- **Memory.** Per device one cumulative constraint: every instance holds ``M_v`` over its
+  interval, a running instance also its workspace ``W_v``, a transfer its copy. Sizes and
+  budgets are divided by each device's gcd: exact in bytes.
+- **Cost.** The sum of the present instances' compute times and of the transfers, as the
+  paper's objective; CP-SAT needs integers, so each coefficient is scaled and rounded *down*:
+  the model never costs more than the schedule, and its bound is valid for the real costs.
+
+The restriction is ``C``: an answer optimal here is optimal among schedules that compute each
+node at most ``C`` times per device (:attr:`IntervalModel.restriction` says so); with ``C``
+large enough it is the paper's optimum. A schedule encodes as a hint (``C`` grows per node to
+hold it), so the solver starts from the heuristic. It needs OR-Tools CP-SAT (the ``cpsat``
+extra); :func:`available` says whether it is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from solver.document.graph import Graph
+from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
+from solver.errors import XEngineError
+
+if TYPE_CHECKING:
+    from solver.execution.simulate import Timeline
+
+
+def _load_cp_model() -> Any:
+    """OR-Tools' CP-SAT module, or ``None``: an optional extra, the app runs without it."""
+    try:
+        return importlib.import_module("ortools.sat.python.cp_model")
+    except ImportError:
+        return None
+
+
+cp_model: Any = _load_cp_model()
+
+__all__ = [
+    "DEFAULT_RUNS",
+    "IntervalModel",
+    "available",
+    "build_interval_model",
+    "schedule_from_solution",
+]
+
+DEFAULT_RUNS = 2
+"""``C``: computations per node and device (the first one and one recomputation)."""
+OBJECTIVE_SCALE = 2.0**40
+"""Objective coefficients are ``floor(cost * scale)`` with ``scale`` chosen so that the
+costliest possible schedule stays below this (CP-SAT's objective is an exact int64)."""
+
+
+def available() -> bool:
+    """Whether OR-Tools CP-SAT is installed (``pip install -e '.[cpsat]'``)."""
+    return cp_model is not None
+
+
+@dataclass
+class Instance:
+    """One possible computation of ``node`` on ``device`` (index ``copy`` among its runs)."""
+
+    node: int
+    device: int
+    copy: int
+    present: Any
+    stage: Any
+    end: Any
+    start: Any
+
+
+@dataclass
+class IntervalModel:
+    """A built CP-SAT model and where each of its variables lives."""
+
+    graph: Graph
+    model: Any
+    runs: np.ndarray
+    """Instances per (device, node): ``C``, raised where a hinted schedule needs more."""
+    instances: dict[tuple[int, int, int], Instance] = field(default_factory=dict)
+    serves: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], Any] = field(
+        default_factory=dict
+    )
+    """``(producer instance, consumer instance, edge) -> literal``: the producer's output is
+    what the consumer reads (locally when both are on one device, else by a transfer)."""
+    scale: float = 1.0
+    unit: np.ndarray = field(default_factory=lambda: np.ones(0))
+    num_variables: int = 0
+    num_constraints: int = 0
+    capped: bool = False
+    demands: list[list[tuple[Any, int]]] = field(default_factory=list)
+    """Per device, the intervals of its cumulative constraint with their demands."""
+    objective: list[tuple[Any, int]] = field(default_factory=list)
+    """The objective's literals with their scaled coefficients."""
+
+    @property
+    def horizon(self) -> int:
+        return self.graph.n * (self.graph.n + 1)
+
+    @property
+    def restriction(self) -> str:
+        """The restriction an optimum of this model is optimal under, in words."""
+        runs = int(self.runs[self.runs > 0].min()) if np.any(self.runs > 0) else 0
+        return f"each node computed at most {runs} times per device"
+
+    def time(self, stage: int, node: int) -> int:
+        return stage * (self.graph.n + 1) + node
+
+
+def build_interval_model(
+    graph: Graph,
+    runs: int = DEFAULT_RUNS,
+    hint: tuple[Schedule, Timeline] | None = None,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+) -> IntervalModel:
+    """Build the retention-interval model of ``graph`` under its budgets (module docstring).
+
+    ``hint`` (a valid schedule and its replay) is given to CP-SAT as a solution hint; ``runs``
+    grows per (device, node) to hold its computations.
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> model = build_interval_model(unit_chain(2, budget=3))
+    >>> len(model.instances), model.restriction
+    (10, 'each node computed at most 2 times per device')
+    """
+    if cp_model is None:
+        raise XEngineError(
+            "the interval formulation needs OR-Tools CP-SAT: pip install -e '.[cpsat]'"
+        )
+    g = graph
+    n, num_d = g.n, g.num_devices
+    hinted = _hint_instances(g, hint[0]) if hint is not None else {}
+    able = _able(g)
+    counts = np.zeros((num_d, n), dtype=np.int64)
+    for d in range(num_d):
+        for v in range(n):
+            if able[d][v]:
+                counts[d, v] = max(runs, len(hinted.get((v, d), ())))
+    model = cp_model.CpModel()
+    im = IntervalModel(g, model, counts)
+    units, sizes, works, caps = _memory_units(g)
+    im.unit = units
+    im.scale = _objective_scale(g, counts)
+    horizon = im.horizon
+    step = n + 1
+    objective: list[tuple[Any, int]] = []
+    demands: list[list[tuple[Any, int]]] = [[] for _ in range(num_d)]
+    checked = 0
+
+    def check() -> None:
+        if cancel is not None and cancel.is_set():
+            raise BuildStopped("cancel")
+        if deadline is not None and time.monotonic() > deadline:
+            raise BuildStopped("deadline")
+
+    # Instances and their intervals.
+    for v in range(n):
+        firsts = []
+        for d in range(num_d):
+            previous: Instance | None = None
+            for c in range(int(counts[d, v])):
+                checked += 1
+                if checked % 2048 == 0:
+                    check()
+                present = model.new_bool_var(f"p[{v},{d},{c}]")
+                stage = model.new_int_var(v, n - 1, f"st[{v},{d},{c}]")
+                start = stage * step + v
+                end = model.new_int_var(v + 1, horizon, f"e[{v},{d},{c}]")
+                length = model.new_int_var(1, horizon, f"l[{v},{d},{c}]")
+                interval = model.new_optional_interval_var(
+                    start, length, end, present, f"i[{v},{d},{c}]"
+                )
+                inst = Instance(v, d, c, present, stage, end, start)
+                im.instances[v, d, c] = inst
+                demands[d].append((interval, int(sizes[d][v])))
+                if works[d][v] > 0:
+                    busy = model.new_optional_fixed_size_interval_var(
+                        start, 1, present, f"w[{v},{d},{c}]"
+                    )
+                    demands[d].append((busy, int(works[d][v])))
+                cost = _scaled(float(g.cost[d, v]), im)
+                if cost:
+                    objective.append((present, cost))
+                if previous is not None:
+                    model.add_implication(present, previous.present)
+                    model.add(previous.end <= start).only_enforce_if(present)
+                else:
+                    firsts.append(inst)
+                previous = inst
+        # The frontier: one device computes v in stage v, as its first instance there.
+        if len(firsts) == 1:
+            only = firsts[0]
+            model.add(only.present == 1)
+            model.add(only.stage == v)
+        else:
+            chosen = []
+            for inst in firsts:
+                here = model.new_bool_var(f"f[{v},{inst.device}]")
+                model.add_implication(here, inst.present)
+                model.add(inst.stage == v).only_enforce_if(here)
+                model.add(inst.stage >= v + 1).only_enforce_if([~here, inst.present])
+                chosen.append(here)
+            model.add_exactly_one(chosen)
+
+    # Inputs: each present instance is served by a resident instance of every input.
+    for e, (u, v) in enumerate(g.edge_pairs):
+        for d in range(num_d):
+            for c in range(int(counts[d, v])):
+                consumer = im.instances[v, d, c]
+                options = []
+                remote = []
+                for d2 in range(num_d):
+                    if d2 != d and not math.isfinite(float(g.transfer[e, d2, d])):
+                        continue  # no link: never read from there
+                    for c2 in range(int(counts[d2, u])):
+                        checked += 1
+                        if checked % 2048 == 0:
+                            check()
+                        producer = im.instances[u, d2, c2]
+                        y = model.new_bool_var(f"y[{u},{d2},{c2}->{v},{d},{c}]")
+                        model.add_implication(y, producer.present)
+                        model.add_implication(y, consumer.present)
+                        model.add(producer.start + 1 <= consumer.start).only_enforce_if(y)
+                        model.add(producer.end >= consumer.start + 1).only_enforce_if(y)
+                        im.serves[(u, d2, c2), (v, d, c), e] = y
+                        options.append(y)
+                        if d2 != d:
+                            remote.append(y)
+                            scaled = _scaled(float(g.transfer[e, d2, d]), im)
+                            if scaled:
+                                objective.append((y, scaled))
+                if not options:
+                    model.add(consumer.present == 0)
+                    continue
+                model.add_bool_or(options).only_enforce_if(consumer.present)
+                if remote:
+                    copy = model.new_bool_var(f"x[{u}->{v},{d},{c}]")
+                    for y in remote:
+                        model.add_implication(y, copy)
+                    held = model.new_optional_fixed_size_interval_var(
+                        consumer.start, 1, copy, f"cp[{u}->{v},{d},{c}]"
+                    )
+                    demands[d].append((held, int(sizes[d][u])))
+
+    im.demands = demands
+    for d in range(num_d):
+        if caps[d] is None:
+            continue  # a budget no schedule can exceed needs no constraint
+        intervals = [i for i, _ in demands[d]]
+        amounts = [a for _, a in demands[d]]
+        model.add_cumulative(intervals, amounts, int(caps[d]))
+    im.objective = objective
+    model.minimize(sum(coef * var for var, coef in objective))
+    if hint is not None:
+        _add_hint(im, hinted, hint[0])
+    proto = model.proto
+    im.num_variables = len(proto.variables)
+    im.num_constraints = len(proto.constraints)
+    return im
+
+
+class BuildStopped(XEngineError):
+    """Building stopped at the deadline or on cancel; ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"model building stopped ({reason})")
+        self.reason = reason
+
+
+def _able(g: Graph) -> list[list[bool]]:
+    """Whether device ``d`` can run node ``v`` at all: a cost, and room for the node with
+    its inputs and workspace (model.md §4's necessary condition)."""
+    budgets = [int(b) for b in g.activation_budgets]
+    out = []
+    for d in range(g.num_devices):
+        row = []
+        for v in range(g.n):
+            need = int(g.memory[v]) + sum(int(g.memory[i]) for i in g.inputs[v])
+            need += int(g.workspace[v])
+            row.append(not math.isnan(g.cost[d, v]) and need <= budgets[d])
+        out.append(row)
+    return out
+
+
+def _memory_units(g: Graph) -> tuple[np.ndarray, list[list[int]], list[list[int]], list]:
+    """Per device: a unit that divides every size, workspace and is exact (the gcd), the
+    sizes and workspaces in it, and the budget in it (``None`` when it can never bind)."""
+    sizes = [int(m) for m in g.memory]
+    works = [int(w) for w in g.workspace]
+    divisor = 0
+    for value in (*sizes, *works):
+        divisor = math.gcd(divisor, value)
+    divisor = max(divisor, 1)
+    never = sum(sizes) + max(
+        (sum(sizes[i] for i in g.inputs[k]) + works[k] for k in range(g.n)), default=0
+    )
+    units, scaled, scaled_work, caps = [], [], [], []
+    for budget in g.activation_budgets:
+        units.append(float(divisor))
+        scaled.append([m // divisor for m in sizes])
+        scaled_work.append([w // divisor for w in works])
+        caps.append(None if int(budget) >= never else int(budget) // divisor)
+    return np.array(units), scaled, scaled_work, caps
+
+
+def _objective_scale(g: Graph, counts: np.ndarray) -> float:
+    """The factor that keeps the costliest schedule of the model below
+    :data:`OBJECTIVE_SCALE` once scaled (every instance present, every transfer paid)."""
+    worst = 0.0
+    for d in range(g.num_devices):
+        for v in range(g.n):
+            if counts[d, v] and not math.isnan(g.cost[d, v]):
+                worst += float(counts[d, v]) * min(float(g.cost[d, v]), 1e12)
+    finite = g.transfer[np.isfinite(g.transfer)]
+    worst += float(np.minimum(finite, 1e12).sum()) * float(counts.max(initial=1)) ** 2
+    return OBJECTIVE_SCALE / max(worst, 1e-9)
+
+
+def _scaled(cost: float, im: IntervalModel) -> int:
+    """``floor(cost * scale)``: never above the real cost, so bounds stay valid."""
+    if cost > 1e12:
+        im.capped = True
+    return int(math.floor(min(cost, 1e12) * im.scale))
+
+
+def _hint_instances(g: Graph, schedule: Schedule) -> dict[tuple[int, int], list[int]]:
+    """The stages at which each (node, device) is computed in ``schedule``."""
+    found: dict[tuple[int, int], list[int]] = {}
+    for t, stage in enumerate(schedule.stages):
+        for op in stage.ops:
+            found.setdefault((g.index[op.node], g.device_index[op.device]), []).append(t)
+    return found
+
+
+def _add_hint(im: IntervalModel, hinted: dict, schedule: Schedule) -> None:
+    """Hint CP-SAT with ``schedule``: each computation an instance, its end the time after
+    its last read while resident (or the start of the first stage it is not kept into)."""
+    g, model = im.graph, im.model
+    step = g.n + 1
+    # which instance of (u, d) is live at each stage, and when each instance is last needed
+    live: dict[tuple[int, int], int] = {}
+    ends: dict[tuple[int, int, int], int] = {}
+    copies: dict[tuple[int, int], int] = {}
+    for t, stage in enumerate(schedule.stages):
+        for op in stage.ops:
+            v, d = g.index[op.node], g.device_index[op.device]
+            now = im.time(t, v)
+            for u in g.inputs[v]:
+                source = g.device_index[op.source_of(g.nodes[u].id)]
+                c2 = live.get((u, source))
+                if c2 is None:
+                    continue
+                ends[u, source, c2] = max(ends.get((u, source, c2), 0), now + 1)
+                e = g.edge_number[u, v]
+                c = copies.get((v, d), 0)
+                y = im.serves.get(((u, source, c2), (v, d, c), e))
+                if y is not None:
+                    model.add_hint(y, True)
+            c = copies.get((v, d), 0)
+            copies[v, d] = c + 1
+            live[v, d] = c
+            ends[v, d, c] = now + 1
+        boundary = (t + 1) * step
+        for (u, d), c in list(live.items()):
+            if g.nodes[u].id in stage.keep.get(g.devices[d].name, ()):
+                ends[u, d, c] = max(ends[u, d, c], boundary + 1)
+            else:
+                del live[u, d]
+    for (v, d), stages in hinted.items():
+        for c, t in enumerate(stages):
+            inst = im.instances.get((v, d, c))
+            if inst is None:
+                continue
+            model.add_hint(inst.present, True)
+            model.add_hint(inst.stage, t)
+            model.add_hint(inst.end, min(ends.get((v, d, c), im.time(t, v) + 1), im.horizon))
+    for (v, d, c), inst in im.instances.items():
+        if c >= len(hinted.get((v, d), ())):
+            model.add_hint(inst.present, False)
+
+
+def schedule_from_solution(im: IntervalModel, value, info: SolverInfo) -> Schedule:
+    """The schedule a solution encodes; ``value(var)`` reads a variable of the solution.
+
+    Operations are the present instances at their stages; a tensor is kept into stage
+    ``t+1`` while an operation of that stage or a later one still reads it; an input is read locally
+    when a serving instance is on the consumer's device, else from the cheapest serving
+    device.
+    """
+    g = im.graph
+    step = g.n + 1
+    ops_at: list[list[tuple[int, int, int]]] = [[] for _ in range(g.n)]
+    spans: dict[tuple[int, int, int], tuple[int, int]] = {}
+    for key, inst in im.instances.items():
+        if not value(inst.present):
+            continue
+        t = int(value(inst.stage))
+        ops_at[t].append(key)
+        spans[key] = (im.time(t, inst.node), int(value(inst.end)))
+    chosen: dict[tuple[tuple[int, int, int], int], list[tuple[int, int]]] = {}
+    needed_until: dict[tuple[int, int, int], int] = {}
+    for (producer, consumer, e), y in im.serves.items():
+        if consumer in spans and producer in spans and value(y):
+            chosen.setdefault((consumer, e), []).append(producer[:2])
+            read_at = spans[consumer][0]
+            needed_until[producer] = max(needed_until.get(producer, -1), read_at)
+    stages = []
+    for t in range(g.n):
+        ops = []
+        for v, d, c in sorted(ops_at[t], key=lambda k: (k[0], k[1])):
+            sources = {}
+            for u in g.inputs[v]:
+                e = g.edge_number[u, v]
+                served = chosen.get(((v, d, c), e), [])
+                if any(d2 == d for _, d2 in served):
+                    continue
+                if served:
+                    best = min(served, key=lambda p: float(g.transfer[e, p[1], d]))
+                    sources[g.nodes[u].id] = g.devices[best[1]].name
+            ops.append(Operation(g.nodes[v].id, g.devices[d].name, sources))
+        boundary = (t + 1) * step
+        keep: dict[str, set[str]] = {}
+        if t + 1 < g.n:
+            # Kept only while still read: an interval may outlast its last read, and a
+            # tensor kept into a stage that does not read it is held to the stage's end.
+            for (v, d, c), (start, _) in spans.items():
+                if start < boundary <= needed_until.get((v, d, c), -1):
+                    keep.setdefault(g.devices[d].name, set()).add(g.nodes[v].id)
+        stages.append(Stage(tuple(ops), {k: frozenset(s) for k, s in keep.items()}))
+    budgets = {dev.name: dev.memory for dev in g.devices}
+    return Schedule(g.name, budgets, tuple(stages), info)
