@@ -28,8 +28,8 @@ python=python3
 "$python" -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ needed"'
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -U pip
-extras="highs"
-[ "$purpose" = test ] && extras="highs,test,onnx,dask"  # dask: the cluster sweep test (quick)
+extras="highs,cpsat"  # both optional: the app runs on CBC alone
+[ "$purpose" = test ] && extras="highs,cpsat,test,onnx,dask"  # dask: the cluster sweep test (quick)
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extras}]"
 if [ "$purpose" = test ] && [ "${XENGINE_SKIP_TORCH:-0}" != 1 ]; then
   # torch is optional (importer tests skip without it). 2.13.0 is a local CPU wheel on our
