@@ -42,6 +42,11 @@ __all__ = ["Construction", "construct", "construct_best", "placements"]
 CANDIDATES = 24
 """Drops evaluated exactly per repair step (the most promising by bytes x stages held per
 millisecond of recomputation)."""
+GREEDS = ("per-ms", "relief")
+"""How a repair picks among helpful drops: the most overflow removed per millisecond of
+recomputation (cheap schedules), else, when that gets stuck, the most overflow removed."""
+MAX_SIDEWAYS = 200
+"""Moves that only shift overflow off the worst stage, at most (then the repair gives up)."""
 REMAKE_CAP = 64
 """Recomputations longer than this many operations are not estimated (taken as endless)."""
 
@@ -102,10 +107,13 @@ def construct(
     >>> timeline.valid, timeline.total_ms
     (True, 15.0)
     """
-    repair = _Repair(graph, list(placement))
-    if not repair.run(deadline):
-        return None
-    return repair.schedule(method)
+    for greed in GREEDS:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        repair = _Repair(graph, list(placement), greed)
+        if repair.run(deadline):
+            return repair.schedule(method)
+    return None
 
 
 def construct_best(graph: Graph, deadline: float | None = None) -> Construction:
@@ -151,8 +159,10 @@ class _Repair:
     spans is one vectorised update.
     """
 
-    def __init__(self, graph: Graph, placement: list[int]) -> None:
+    def __init__(self, graph: Graph, placement: list[int], greed: str = "per-ms") -> None:
         g = graph
+        self.greed = greed
+        self.sideways = 0
         n = g.n
         self.g = g
         self.n = n
@@ -290,18 +300,41 @@ class _Repair:
                 spans.append((self.size[u] * (b - s) / (remake + 1e-3), u, s, b))
         spans.sort(reverse=True)
         best = None
-        for _, u, a, b in spans[:CANDIDATES]:
-            for move in self._moves(u, a, b):
-                relief, extra, change = self._evaluate(move)
-                if relief <= 0:
-                    continue
-                score = relief / (max(extra, 0.0) + 1e-3)
-                if best is None or score > best[0]:
-                    best = (score, change)
+        sideways = None  # no overflow gone in all, but stage s relieved (it moved elsewhere)
+        # The most promising first; only if none of them helps, the next ones, and so on.
+        for batch in range(0, len(spans), CANDIDATES):
+            for _, u, a, b in spans[batch : batch + CANDIDATES]:
+                for move in self._moves(u, a, b, s):
+                    relief, extra, change = self._evaluate(move)
+                    if relief == 0 and self.sideways < MAX_SIDEWAYS:
+                        local = self.over[s] - self._over_after(s, change)
+                        if local > 0 and (sideways is None or local > sideways[0]):
+                            sideways = (local, change)
+                    if relief <= 0:
+                        continue
+                    if self.greed == "per-ms":
+                        score = relief / (max(extra, 0.0) + 1e-3)
+                    else:  # "relief": the most overflow gone, whatever it costs
+                        score = relief - 1e-9 * extra
+                    if best is None or score > best[0]:
+                        best = (score, change)
+            if best is not None:
+                break
+        if best is None and sideways is not None:
+            self.sideways += 1
+            best = sideways
         if best is None:
             return False
         self._apply(best[1])
         return True
+
+    def _over_after(self, t: int, change) -> int:
+        """Stage ``t``'s overflow once ``change`` is applied."""
+        _, new, rows, shifted = change
+        if t in new:
+            return int(self._overflow(new[t][1]))
+        where = np.flatnonzero(rows == t)
+        return int(self._overflow(shifted[where[0]])) if len(where) else int(self.over[t])
 
     def _remake_cost(self, u: int, b: int) -> float:
         """What recomputing ``u`` in stage ``b`` would cost with what is resident there: its
@@ -322,22 +355,40 @@ class _Repair:
                     stack.append(i)
         return cost
 
-    def _moves(self, u: int, a: int, b: int) -> list[list[tuple[int, int, int, int]]]:
-        """Drop ``u`` from ``K[a+1..b]``; and the same while holding its missing inputs.
+    def _moves(self, u: int, a: int, b: int, s: int) -> list[list[tuple[int, int, int, int]]]:
+        """Ways to relieve stage ``s`` of ``u``: drop it from ``K[a+1..b]`` (stage ``b``
+        recomputes it where it is read), or only over the overflowing stretch around ``s``
+        (the first stage after it that fits recomputes ``u`` and keeps it until ``b``); each
+        also while holding ``u``'s missing inputs until the recomputation.
 
         A move is a list of ``(tensor, first, last, sign)``: remove (-1) or add (+1) the
         tensor to ``K[first..last]``.
         """
-        drop = [(u, a + 1, b, -1)]
+        ends = [b]
+        calm = np.flatnonzero(self.over[s + 1 : b] == 0)
+        if len(calm):
+            ends.append(s + 1 + int(calm[0]))
+        moves = []
+        for end in ends:
+            drop = [(u, a + 1, end, -1)]
+            moves.append(drop)
+            hold = self._hold_inputs(u, end)
+            if hold:
+                moves.append(drop + hold)
+        return moves
+
+    def _hold_inputs(self, u: int, end: int) -> list[tuple[int, int, int, int]] | None:
+        """Keep each input of ``u`` that is not resident at stage ``end`` from where it last
+        was until then (``None`` if there is none to hold, or one lives elsewhere)."""
         hold = []
         for i in self.inputs[u]:
-            if self.keep[b, i]:
+            if self.keep[end, i]:
                 continue
-            there = np.flatnonzero(self.keep[:b, i] | self.made[:b, i])
+            there = np.flatnonzero(self.keep[:end, i] | self.made[:end, i])
             if not len(there) or self.place[i] != self.place[u]:
-                return [drop]
-            hold.append((i, int(there[-1]) + 1, b, +1))
-        return [drop, drop + hold] if hold else [drop]
+                return None
+            hold.append((i, int(there[-1]) + 1, end, +1))
+        return hold or None
 
     def _change(self, move: list[tuple[int, int, int, int]]) -> list[tuple[np.ndarray, int, bool]]:
         """Apply ``move`` to the keep matrix in place; the log of what changed, to undo it."""

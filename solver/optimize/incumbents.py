@@ -106,6 +106,8 @@ class Incumbents:
         """A bound known without the backend (e.g. every node once on its cheapest device)."""
         self._on_progress = on_progress
         self._bound: float | None = None
+        self.restricted: Restricted | None = None
+        """What a search under a restriction proved (CP-SAT on the interval model)."""
 
     @property
     def cost(self) -> float | None:
@@ -261,9 +263,18 @@ class Incumbents:
             variables=base.variables,
             constraints=base.constraints,
         )
+        restricted = base.restricted or self.restricted
+        if (
+            restricted is not None
+            and restricted.proven
+            and status is not SolveStatus.OPTIMAL
+            and restricted.describe() not in message
+        ):
+            message = f"{message}; {restricted.describe()}" if message else restricted.describe()
         return replace(
             base,
             status=status,
+            restricted=restricted,
             schedule=replace(self.schedule, solver=info),
             timeline=self.timeline,
             objective=cost,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from solver.document.schedule import SolverInfo
 from solver.optimize.backends.cpsat import run_cpsat
@@ -26,7 +26,7 @@ from solver.optimize.intervals import (
 )
 from solver.status import Progress, SolveStatus
 
-__all__ = ["INTERVALS_LABEL", "solve_intervals"]
+__all__ = ["INTERVALS_LABEL", "IntervalSearch", "search_intervals", "solve_intervals"]
 
 INTERVALS_LABEL = "retention intervals"
 
@@ -42,75 +42,129 @@ def solve_intervals(
     and conclude (module docstring). ``start`` is a :class:`~solver.optimize.solve.SolveStart`
     and ``options`` its :class:`~solver.optimize.solve.SolveOptions`."""
     best, started, deadline = start.best, start.started, start.deadline
-    graph = best.graph
-    label = f"{INTERVALS_LABEL} (C={runs})"
-    base = replace(start.base, formulation=label)
-    with best.lock:
-        hint = (best.schedule, best.timeline) if best.schedule is not None else None
-    try:
-        model = build_interval_model(graph, runs, hint, deadline=deadline, cancel=cancel)
-    except BuildStopped as exc:
-        status = SolveStatus.CANCELLED if exc.reason == "cancel" else SolveStatus.TIME_LIMIT
-        why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
-        return best.result(replace(base, status=status), f"{why} while building the model")
+    base = replace(start.base, formulation=f"{INTERVALS_LABEL} (C={runs})")
+    search = search_intervals(
+        best, deadline, cancel, None, runs, threads=options.threads or 2, on_progress=on_progress
+    )
     base = replace(
         base,
-        build_seconds=time.monotonic() - started,
-        variables=model.num_variables,
-        constraints=model.num_constraints,
-    )
-    best.note(
-        f"{label}: model built in {base.build_seconds:.1f} s: {model.num_variables:,} "
-        f"variables, {model.num_constraints:,} constraints"
-    )
-    remaining = deadline - time.monotonic()
-    if remaining <= 0.05 or (cancel is not None and cancel.is_set()):
-        stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
-        return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
-    found = _Solutions(model, best, on_progress)
-    outcome = run_cpsat(
-        model.model,
-        remaining,
-        threads=options.threads or 1,
-        cancel=cancel,
-        on_solution=found.offer,
-        on_log=found.log if on_progress is not None else None,
-    )
-    restricted_bound = None if outcome.bound is None else outcome.bound / model.scale
-    proven = outcome.status is SolveStatus.OPTIMAL
-    restricted = Restricted(runs=runs, bound=restricted_bound, proven=proven)
-    base = replace(
-        base,
+        build_seconds=search.build_seconds,
+        variables=search.variables,
+        constraints=search.constraints,
         seconds=time.monotonic() - started,
-        log_tail=outcome.log_tail,
-        restricted=restricted,
+        log_tail=search.log_tail,
+        restricted=search.restricted,
     )
-    if outcome.status is SolveStatus.INFEASIBLE and best.timeline is None:
+    status = search.status
+    if status is None:  # the model was not built or CP-SAT never started
+        why = search.message or "stopped"
+        stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
+        return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), why)
+    if status is SolveStatus.INFEASIBLE and best.timeline is None:
         why = (
             f"CP-SAT proved that no schedule fits when each node runs at most {runs} times "
             "per device; more runs per node may fit"
         )
         return replace(base, status=SolveStatus.TIME_LIMIT, message=why)
     if best.timeline is None:
-        status = outcome.status if outcome.status is not SolveStatus.FEASIBLE else SolveStatus.ERROR
-        return best.result(replace(base, status=status), "CP-SAT found no schedule")
-    if proven and restricted_bound is not None and best.cost is not None:
-        why = (
-            f"optimal among schedules that compute each node at most {runs} times per device "
-            f"(CP-SAT proved no such schedule costs less than {restricted_bound:.6g} ms)"
-        )
-    elif outcome.status is SolveStatus.CANCELLED:
+        failed = status if status is not SolveStatus.FEASIBLE else SolveStatus.ERROR
+        return best.result(replace(base, status=failed), "CP-SAT found no schedule")
+    restricted = search.restricted
+    if restricted is not None and restricted.proven:
+        why = restricted.describe() + " (CP-SAT's proof)"
+    elif status is SolveStatus.CANCELLED:
         why = "cancelled"
-    elif outcome.status in (SolveStatus.INFEASIBLE, SolveStatus.ERROR):
+    elif status in (SolveStatus.INFEASIBLE, SolveStatus.ERROR):
         why = (
-            f"CP-SAT reported the interval model {outcome.status.value}, yet this schedule "
+            f"CP-SAT reported the interval model {status.value}, yet this schedule "
             f"({best.source}) replays validly; please report this graph"
         )
     else:
         why = f"the time limit ran out; the best schedule found is {best.source}'s"
-    cancelled = outcome.status is SolveStatus.CANCELLED
-    final = SolveStatus.CANCELLED if cancelled else SolveStatus.FEASIBLE
+    final = SolveStatus.CANCELLED if status is SolveStatus.CANCELLED else SolveStatus.FEASIBLE
     return best.result(replace(base, status=final), why)
+
+
+@dataclass
+class IntervalSearch:
+    """What one CP-SAT run on the interval model did: its status (``None`` if it never ran),
+    the model's size, what it proved under its restriction, and its log's tail."""
+
+    status: SolveStatus | None = None
+    build_seconds: float = 0.0
+    variables: int = 0
+    constraints: int = 0
+    restricted: Restricted | None = None
+    message: str = ""
+    log_tail: tuple[str, ...] = ()
+
+
+def search_intervals(
+    best,
+    deadline: float,
+    cancel: threading.Event | None,
+    stop: threading.Event | None,
+    runs: int = DEFAULT_RUNS,
+    threads: int = 1,
+    on_progress: ProgressCallback | None = None,
+) -> IntervalSearch:
+    """Run CP-SAT on the interval model of ``best.graph``, hinted with ``best``'s incumbent,
+    until ``deadline``, ``cancel`` or ``stop``; every solution is replayed and offered to
+    ``best`` (an :class:`~solver.optimize.incumbents.Incumbents`), whose ``restricted``
+    records what was proven. Used alone (``--solver cpsat``, or a graph too large for the
+    paper's model) and beside CBC on the paper's model, in place of the neighbourhood search.
+    """
+    began = time.monotonic()
+    stopper = _Either(cancel, stop)
+    with best.lock:
+        hint = (best.schedule, best.timeline) if best.schedule is not None else None
+    label = f"{INTERVALS_LABEL} (C={runs})"
+    try:
+        model = build_interval_model(best.graph, runs, hint, deadline=deadline, cancel=stopper)
+    except BuildStopped as exc:
+        return IntervalSearch(message=f"{exc.reason} while building the interval model")
+    built = time.monotonic() - began
+    best.note(
+        f"{label}: model built in {built:.1f} s: {model.num_variables:,} variables, "
+        f"{model.num_constraints:,} constraints"
+    )
+    search = IntervalSearch(
+        build_seconds=built, variables=model.num_variables, constraints=model.num_constraints
+    )
+    remaining = deadline - time.monotonic()
+    if remaining <= 0.05 or stopper.is_set():
+        search.message = "stopped before CP-SAT started"
+        return search
+    found = _Solutions(model, best, on_progress)
+    outcome = run_cpsat(
+        model.model,
+        remaining,
+        threads=threads,
+        cancel=stopper,
+        on_solution=found.offer,
+        on_log=found.log if on_progress is not None else None,
+    )
+    bound = None if outcome.bound is None else outcome.bound / model.scale
+    search.restricted = Restricted(runs, bound, outcome.status is SolveStatus.OPTIMAL)
+    search.status = outcome.status
+    if stop is not None and stop.is_set() and outcome.status is SolveStatus.CANCELLED:
+        search.status = SolveStatus.FEASIBLE  # stopped because the other solver finished
+    search.log_tail = outcome.log_tail
+    with best.lock:
+        best.restricted = search.restricted
+    if search.restricted.proven:
+        best.note(f"CP-SAT: {search.restricted.describe()}")
+    return search
+
+
+class _Either:
+    """Set when either event is (CP-SAT's watcher only asks ``is_set()``)."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
 
 
 class _Solutions:

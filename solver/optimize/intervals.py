@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ import numpy as np
 from solver.document.graph import Graph
 from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.errors import XEngineError
+from solver.optimize.backends._common import Cancel
 
 if TYPE_CHECKING:
     from solver.execution.simulate import Timeline
@@ -139,7 +139,7 @@ def build_interval_model(
     runs: int = DEFAULT_RUNS,
     hint: tuple[Schedule, Timeline] | None = None,
     deadline: float | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
 ) -> IntervalModel:
     """Build the retention-interval model of ``graph`` under its budgets (module docstring).
 

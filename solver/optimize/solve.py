@@ -27,21 +27,29 @@ from solver.optimize.construct import construct_best
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
-from solver.optimize.interval_solve import solve_intervals
+from solver.optimize.interval_solve import search_intervals, solve_intervals
 from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.lns import encode_schedule, search_windows
-from solver.optimize.miqp import ArrayModel, BuildInterrupted, ModelTooLarge, cheapest_once
+from solver.optimize.miqp import (
+    ArrayModel,
+    BuildInterrupted,
+    ModelTooLarge,
+    cheapest_once,
+    estimate_size,
+)
 from solver.optimize.offload import OFFLOAD_METHOD
 from solver.optimize.relaxation import relaxation_bound
 from solver.status import Progress, SolveStatus
 
 __all__ = [
     "PAPER_SHARE",
+    "Plan",
     "ProgressCallback",
     "SolveOptions",
     "SolveResult",
     "SolveStart",
     "best_baseline",
+    "plan_solve",
     "solve_model",
     "solve_offload",
     "start_solve",
@@ -116,24 +124,70 @@ def solve_xengine(
     start = start_solve(graph, options, method, on_progress)
     if isinstance(start, SolveResult):
         return start
+    plan = plan_solve(graph, options)
+    start.best.note(f"plan: {plan.why}")
     with _relaxation_beside(start, options, cancel):
-        if choose_formulation(graph, options) == "intervals":
+        if plan.formulation == "intervals":
             return solve_intervals(start, options, on_progress, cancel, options.runs)
-        return solve_model(start, PAPER, options, on_progress, cancel)
+        return solve_model(start, PAPER, options, on_progress, cancel, plan.improver)
 
 
-def choose_formulation(graph: Graph, options: SolveOptions) -> str:
-    """Which model a solve runs: the paper's stage model, or retention intervals.
+@dataclass(frozen=True)
+class Plan:
+    """What a solve runs: the ``formulation`` the backend solves (``"stages"``, the paper's
+    model; ``"intervals"``, retention intervals on CP-SAT) and the ``improver`` beside it on
+    the second core (``"windows"``, the neighbourhood search; ``"intervals"``, CP-SAT on the
+    interval model; ``"none"``), with the reason in words."""
 
-    CP-SAT runs the interval model; CBC and HiGHS run the paper's. ``"auto"`` on CBC or
-    HiGHS keeps the paper's model (it proves optima in bytes, with no restriction).
+    formulation: str
+    improver: str
+    why: str
+
+
+STAGE_MODEL_COLUMNS = 200_000
+"""Above this many columns (about 150 nodes on two devices) the paper's model is not built on
+``"auto"``: building it takes much of a minute and CBC does not finish its root LP within
+one (an op-level ResNet-50, 439 nodes: 828,286 columns, 33 s to build). docs/solver.md has
+the measurements."""
+
+
+def plan_solve(graph: Graph, options: SolveOptions) -> Plan:
+    """Choose the formulation and the improver (see :class:`Plan`).
+
+    CP-SAT as the backend runs the interval model alone. CBC and HiGHS run the paper's model,
+    which proves optima in bytes with no restriction, while it is small enough to help
+    (:data:`STAGE_MODEL_COLUMNS`); beside it CP-SAT searches the interval model when it is
+    installed (it finds better schedules sooner than the neighbourhood search), else the
+    neighbourhood search runs. Above that size the interval model runs on CP-SAT, with
+    CBC's relaxation for the bound. ``formulation="stages"`` keeps the paper's model
+    (with the neighbourhood search) at any size.
     """
-    if registry.backend(options.backend).kind == "cp":
-        return "intervals"
+    chosen = registry.backend(options.backend)
+    have_cpsat = registry.BACKENDS["cpsat"].available()
+    if chosen.kind == "cp":
+        return Plan("intervals", "none", f"{chosen.label} on the interval model")
     if options.formulation == "intervals":
-        label = registry.backend(options.backend).label
-        raise XEngineError(f"the interval formulation runs on CP-SAT, not {label}")
-    return "stages"
+        raise XEngineError(f"the interval formulation runs on CP-SAT, not {chosen.label}")
+    search = "windows" if options.improve else "none"
+    if options.formulation == "stages":
+        return Plan("stages", search, f"{chosen.label} on the paper's model, as asked")
+    columns, _ = estimate_size(graph)
+    if columns <= STAGE_MODEL_COLUMNS:
+        if have_cpsat and options.improve:
+            why = f"{chosen.label} on the paper's model, CP-SAT on the interval model beside it"
+            return Plan("stages", "intervals", why)
+        return Plan("stages", search, f"{chosen.label} on the paper's model")
+    if have_cpsat:
+        why = (
+            f"the paper's model would have about {columns:,} columns; CP-SAT on the interval "
+            f"model, {chosen.label} on the relaxation bound"
+        )
+        return Plan("intervals", "none", why)
+    why = (
+        f"the paper's model would have about {columns:,} columns and CP-SAT is not installed "
+        f"(pip install -e '.[cpsat]'); {chosen.label} on the paper's model"
+    )
+    return Plan("stages", search, why)
 
 
 @contextmanager
@@ -227,6 +281,7 @@ def solve_model(
     options: SolveOptions,
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
+    improver: str = "windows",
 ) -> SolveResult:
     """Build ``formulation``'s model, run the backend (and the neighbourhood search beside it,
     if ``options.improve``), confirm the answer in bytes where memory rows were rounded, and
@@ -253,7 +308,7 @@ def solve_model(
         f"{label}: model built in {base.build_seconds:.1f} s: {model.num_variables:,} "
         f"variables, {model.num_constraints:,} constraints"
     )
-    outcome = _run_model(model, options, best, deadline, on_progress, cancel)
+    outcome = _run_model(model, options, best, deadline, on_progress, cancel, improver)
     if outcome is None:  # the deadline or a cancel came before the backend could start
         stopped = SolveStatus.CANCELLED if cancel is not None and cancel.is_set() else None
         return best.result(replace(base, status=stopped or SolveStatus.TIME_LIMIT), "stopped")
@@ -270,7 +325,9 @@ def solve_model(
         claimed = None if model.capped else outcome.objective
         best.offer_values(model, outcome.values, claimed=claimed)
     if not model.memory.all_exact:
-        outcome = _confirm_in_bytes(model, outcome, options, best, deadline, on_progress, cancel)
+        outcome = _confirm_in_bytes(
+            model, outcome, options, best, deadline, on_progress, cancel, improver
+        )
     return best.conclude(base, outcome, cutoff_used=_cutoff(options, best) is not None)
 
 
@@ -282,6 +339,7 @@ def _confirm_in_bytes(
     deadline: float,
     on_progress: ProgressCallback | None,
     cancel: threading.Event | None,
+    improver: str,
 ) -> BackendResult:
     """Where memory was rounded, check the relaxed model's answer in bytes, else repair it.
 
@@ -313,7 +371,7 @@ def _confirm_in_bytes(
         )
     except (BuildInterrupted, ModelTooLarge):
         return replace(outcome, status=_not_proven(outcome.status), message=why)
-    second = _run_model(safe, options, best, deadline, on_progress, cancel)
+    second = _run_model(safe, options, best, deadline, on_progress, cancel, improver)
     if second is None:
         return replace(outcome, status=_not_proven(outcome.status), message=why)
     if second.values is not None:
@@ -337,6 +395,7 @@ def _run_model(
     deadline: float,
     on_progress: ProgressCallback | None,
     cancel: threading.Event | None,
+    improver: str = "windows",
 ) -> BackendResult | None:
     """Run the backend for the time left; the heuristic start goes in as the options say."""
     remaining = deadline - time.monotonic()
@@ -355,7 +414,15 @@ def _run_model(
     best.floor = max(best.floor or 0.0, cheapest_once(model))
     proven = threading.Event()
     search = None
-    if options.improve and best.timeline is not None:
+    if improver == "intervals":
+        search = threading.Thread(
+            target=search_intervals,
+            args=(best, deadline, cancel, proven, options.runs),
+            name="xengine-cpsat",
+            daemon=True,
+        )
+        search.start()
+    elif improver == "windows" and best.timeline is not None:
         search = threading.Thread(
             target=_improve,
             args=(model, best, options.backend, deadline, cancel, proven),
@@ -518,9 +585,7 @@ def _papers_model(
 
 
 # ----- warm start ----------------------------------------------------------------------------
-def best_baseline(
-    graph: Graph, deadline: float | None = None
-) -> tuple[Schedule, Timeline] | None:
+def best_baseline(graph: Graph, deadline: float | None = None) -> tuple[Schedule, Timeline] | None:
     """The cheapest fitting baseline (single-device ones and the greedy heterogeneous one);
     past ``deadline`` (a ``time.monotonic()`` instant) no further baseline is tried."""
     best: tuple[Schedule, Timeline] | None = None

@@ -74,4 +74,4 @@ def checkmate_optimum(graph: Graph, budget: int) -> float | None:
         prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=60))
     if prob.sol_status not in (pulp.LpSolutionOptimal,) or prob.status != 1:
         return None
-    return float(pulp.value(prob.objective))
+    return float(pulp.value(prob.objective) or 0.0)  # None: every cost is zero
