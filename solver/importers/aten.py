@@ -7,9 +7,9 @@ formulas, bytes come from the captured shapes and dtypes. Costs:
 
 * ``"roofline"`` (default): per ATen op ``max(FLOPs / peak, bytes / bandwidth) + launch`` on
   each device's published spec (:mod:`solver.importers.hardware`), summed per node;
-* ``"measured"``: every node run on this machine's CPU with real tensors by the schedule
-  executor (thread CPU time, median of repeats) for the ``cpu``-kind devices, roofline for the
-  others.
+* ``"measured"``: every node's ATen ops run on this machine's CPU with real tensors
+  (:func:`solver.importers.profiling.measure_group_times`: thread CPU time, median of repeats)
+  for the ``cpu``-kind devices, roofline for the others.
 
 The torch.fx importer (:mod:`solver.importers.torch_fx`) stays as the fallback for models
 whose training step cannot be captured.
@@ -98,7 +98,7 @@ def import_aten(
     plan = plan_groups(capture, level)
     measured = None
     if cost_model == "measured":
-        from solver.importers.executor import measure_group_times  # runs the model: late
+        from solver.importers.profiling import measure_group_times  # runs the model: late
 
         measured = measure_group_times(plan)
     return graph_from_plan(plan, platform, measured)
@@ -159,7 +159,7 @@ def graph_from_plan(
         "forward_flops": plan.forward_flops,
         "capture_seconds": round(capture.seconds, 3),
         "cost_model": {
-            name: ("measured on the local CPU by the schedule executor (thread CPU time)")
+            name: ("measured on the local CPU, op by op (thread CPU time)")
             if measured is not None and spec.kind == "cpu"
             else RooflineCostModel(spec).describe()
             for name, spec in platform.devices

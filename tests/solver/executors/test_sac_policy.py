@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_executor import scheduled  # noqa: E402
+from test_aten_runtime import scheduled  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.checkpoint import (  # noqa: E402
     checkpoint,
@@ -19,14 +19,14 @@ from torch.utils.checkpoint import (  # noqa: E402
 )
 
 from solver.errors import XEngineError  # noqa: E402
-from solver.importers.aten_capture import loss_of  # noqa: E402
-from solver.importers.sac_policy import (  # noqa: E402
+from solver.executors.sac_policy import (  # noqa: E402
     forward_ops,
     policy_source,
     random_positions,
     recomputed_nodes,
     write_policy,
 )
+from solver.importers.aten_capture import loss_of  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE  # noqa: E402
 
 SHAPES = {"encoder": (2, 32, 64), "attention": (2, 32, 256)}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -107,7 +108,9 @@ def random_positions(plan: GroupPlan) -> set[int]:
     return {i for i, n in enumerate(nodes) if base[n.name] in random_bases}
 
 
-def write_policy(path, plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = "") -> None:
+def write_policy(
+    path: str | os.PathLike[str], plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = ""
+) -> None:
     """Write :func:`policy_source` to ``path`` atomically."""
     from solver.document.atomic import atomic_write_text
 
