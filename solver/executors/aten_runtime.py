@@ -241,6 +241,8 @@ class AtenRuntime(HeldTensors):
             return env[name]
         if node.op == "placeholder":
             return self.inputs[str(self.mapping[device])][name]
+        if node.op == "get_attr":  # a constant made in forward (torch.tensor(2.0)): fixed
+            return self._constant(name, device)
         owner = self.plan.owner.get(name)
         if owner is None or (owner != gid and (is_view(node) or is_inplace(node))):
             if is_inplace(node):  # a mutated tensor of another node: its base, as kept
@@ -266,6 +268,15 @@ class AtenRuntime(HeldTensors):
             value = self.copies[name]  # occupies the device until the operation ends
         env[name] = value
         return value
+
+    def _constant(self, name: str, device: str) -> Any:
+        """Lifted tensor constant ``name`` of the capture on ``device`` (fixed memory)."""
+        held = self.inputs[str(self.mapping[device])]
+        if name not in held:
+            value = getattr(self.plan.capture.gm, self.nodes[name].target)
+            held[name] = value.to(self.mapping[device], copy=True)
+            self.fixed.add(storage_id(held[name]))
+        return held[name]
 
     def _copy_in(self, owner: str, source: str, device: str) -> None:
         """Copy node ``owner``'s whole output from ``source`` for the running operation.

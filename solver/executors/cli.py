@@ -33,9 +33,10 @@ from solver.document.units import format_size
 from solver.errors import XEngineError
 from solver.executors.harness import StepReport
 from solver.importers.aten_capture import inputs_from_meta
-from solver.importers.cli import parse_input
+from solver.importers.cli import parse_input, print_error
 from solver.importers.hardware import DEVICES, LINKS, Platform, make_platform
 from solver.importers.usage import OneLineParser
+from solver.importers.user_code import user_code
 
 __all__ = ["execute_command", "parse_device_map", "with_costs"]
 
@@ -112,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--export-policy", metavar="FILE.py", help="write a SAC policy")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error in the model code"
+    )
     return parser
 
 
@@ -122,9 +126,10 @@ def execute_command(argv: list[str]) -> int:
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
     try:
-        report, note = _run(args)
+        with user_code(args.spec, "running its training step", passing=(OSError,)):
+            report, note = _run(args)
     except XEngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(exc, args.debug)
         return 2
     except OSError as exc:
         print(

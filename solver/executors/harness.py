@@ -34,6 +34,7 @@ from solver.execution.simulate import Timeline, check_schedule, effective_graph
 from solver.executors.gpu_step import copy_timer, full_float32
 from solver.importers._deps import require_torch
 from solver.importers.aten_capture import loss_of
+from solver.importers.profiling import require_memory
 
 __all__ = [
     "ExecutorError",
@@ -238,6 +239,8 @@ def execute_step(
     timeline = check_schedule(sized, schedule)
     mapping = map_devices(torch, [d.name for d in graph.devices], device_map or {})
     kind.check_devices(graph, schedule, mapping)  # before minutes of work, not after
+    fixed = max((d.fixed_memory for d in graph.devices), default=0)
+    require_memory(fixed + int(sum(graph.memory)), "running the step and its reference")
     model, inputs = kind.build(torch, seed)
     with one_thread(torch, mapping):  # the same kernels as the step: the same rounding
         reference = reference_gradients(torch, model, inputs, seed)

@@ -28,7 +28,8 @@ from solver.importers.aten_capture import InputSpec, JointCapture, capture_joint
 from solver.importers.aten_groups import GroupPlan, is_view, op_bytes, op_flops, plan_groups
 from solver.importers.costmodel import RooflineCostModel
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
-from solver.importers.torch_fx import load_factory
+from solver.importers.torch_fx import load_factory, model_label
+from solver.importers.user_code import user_code
 
 __all__ = ["COSTS", "capture_model", "import_aten", "graph_from_plan", "structure_hash"]
 
@@ -48,7 +49,8 @@ def capture_model(
     on one float input of shape ``input_shape``, or on the inputs it lists (shape and dtype)."""
     factory = load_factory(spec) if isinstance(spec, str) else spec
     name = name or getattr(factory, "__name__", "model").lower()
-    capture = capture_joint(factory, input_shape, name=name)
+    with user_code(model_label(spec, factory), "capturing its training step"):
+        capture = capture_joint(factory, input_shape, name=name)
     source = spec if isinstance(spec, str) else getattr(spec, "__qualname__", repr(spec))
     return replace(capture, meta={"source": source, **capture.meta})
 
@@ -100,7 +102,8 @@ def import_aten(
     if cost_model == "measured":
         from solver.importers.profiling import measure_group_times  # runs the model: late
 
-        measured = measure_group_times(plan)
+        with user_code(model_label(spec, capture.factory), "measuring its ops on this CPU"):
+            measured = measure_group_times(plan)
     return graph_from_plan(plan, platform, measured)
 
 

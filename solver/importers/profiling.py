@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
+from solver.errors import XEngineError
 from solver.importers._deps import require_torch
 from solver.importers.aten_capture import example_inputs
-from solver.importers.aten_groups import GroupPlan
+from solver.importers.aten_groups import GroupPlan, value_bytes
 from solver.importers.costmodel import LOSS_KEY, OpTime
 from solver.importers.ops import OpGraph
 
@@ -28,7 +29,14 @@ try:  # optional extra; the interpreter subclass below needs the base class at i
 except ModuleNotFoundError:  # pragma: no cover - exercised in a subprocess test
     torch = fx = None
 
-__all__ = ["measure_group_times", "median_cpu_ms", "profile_ops", "time_training_step"]
+__all__ = [
+    "available_memory",
+    "measure_group_times",
+    "median_cpu_ms",
+    "profile_ops",
+    "require_memory",
+    "time_training_step",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -270,6 +278,37 @@ def time_training_step(
         return median_cpu_ms(forward, warmup, repeats), median_cpu_ms(step, warmup, repeats)
 
 
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give now (``MemAvailable``), or ``None`` if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def require_memory(needed: int, doing: str) -> None:
+    """Refuse, before anything is allocated, work that needs more memory than is available.
+
+    Raises
+    ------
+    XEngineError
+        One line with both sizes and what to do instead.
+    """
+    from solver.document.units import format_size
+
+    have = available_memory()
+    if have is not None and needed > have:
+        raise XEngineError(
+            f"{doing} needs about {format_size(needed)} of memory, and this machine has "
+            f"{format_size(have)} available; use a smaller input (batch) or the roofline cost "
+            "model (--cost roofline), which runs nothing"
+        )
+
+
 # ----- ATen imports ----------------------------------------------------------------------------
 def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -> dict[str, float]:
     """Milliseconds of every node of an ATen import on this CPU.
@@ -282,6 +321,8 @@ def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -
     """
     require_torch("measured costs")
     capture = plan.capture
+    nodes = capture.gm.graph.nodes
+    require_memory(sum(value_bytes(n) for n in nodes), "measuring the step op by op")
     torch.manual_seed(0)
     model = capture.factory()
     model.train()
