@@ -97,14 +97,15 @@ def model_label(spec: Any, factory: Callable[[], Any]) -> str:
 
 
 def _import(module_name: str) -> Any:
-    """The module ``module_name`` names: a ``.py`` path, torchvision's model definitions
-    (:mod:`solver.importers.torchvision_models`), or any importable module."""
+    """The module ``module_name`` names: a ``.py`` path or any importable module. torchvision,
+    where it is installed, is made importable first (:mod:`solver.importers.torchvision_models`:
+    its model definitions without its C extension), for the model code and what it imports
+    (``transformers`` imports torchvision where it finds it)."""
+    from solver.importers.torchvision_models import prepare_torchvision
+
+    prepare_torchvision()
     if module_name.endswith(".py"):
         return _load_file(Path(module_name))
-    if module_name.split(".")[0] == "torchvision":
-        from solver.importers.torchvision_models import import_torchvision
-
-        return import_torchvision(module_name)
     return importlib.import_module(module_name)
 
 

@@ -11,7 +11,9 @@ be built or trained, only the detection models' NMS at inference.
 :func:`import_torchvision` imports a ``torchvision`` submodule with the package's ``__init__``
 left out: ``torchvision`` is entered in ``sys.modules`` as a bare package over the installed
 folder, so ``torchvision.models`` and what it imports load as usual. When the extension does
-load (a matching torch and torchvision), the real package is used.
+load (a matching torch and torchvision), the real package is used. :func:`prepare_torchvision`
+does this before a model module is imported, for the libraries that import torchvision
+themselves (``transformers`` does, where it finds it installed).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import importlib.util
 import sys
 import types
 
-__all__ = ["import_torchvision"]
+__all__ = ["import_torchvision", "prepare_torchvision"]
 
 
 def import_torchvision(module_name: str = "torchvision.models") -> types.ModuleType:
@@ -40,6 +42,12 @@ def import_torchvision(module_name: str = "torchvision.models") -> types.ModuleT
                 raise
             _bare_package()
     return importlib.import_module(module_name)
+
+
+def prepare_torchvision() -> None:
+    """Make ``import torchvision`` work, if torchvision is installed (a no-op otherwise)."""
+    if "torchvision" not in sys.modules and importlib.util.find_spec("torchvision") is not None:
+        import_torchvision("torchvision")
 
 
 def _bare_package() -> None:
