@@ -320,6 +320,8 @@ def _gf(p: Point, eager: Point) -> str:
 
 # ----- output ------------------------------------------------------------------------------
 def summary_line(row: dict[str, Any]) -> str:
+    if not row["ours"]:
+        return f"{row['name']}: no point of ours ({len(row['failed'])} budget(s) failed)"
     verdict = (
         "ours dominates"
         if not row["torch_better"]

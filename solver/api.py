@@ -1,11 +1,11 @@
 """The Python API: what the command line does, from a notebook or a training script.
 
-    >>> import solver                                    # doctest: +SKIP
-    >>> model = solver.import_model(net, (x,))           # an nn.Module and example inputs
-    >>> plan = model.solve(gpu="60%")                    # or "8GiB"; cpu=... too
-    >>> print(plan.summary())
-    >>> report = plan.execute()                          # one real step, checked
-    >>> plan.single_device("gpu").train_step(net, x)     # train with PyTorch's checkpointing
+    import solver
+    model = solver.import_model(net, (x,))           # an nn.Module and example inputs
+    plan = model.solve(gpu="60%")                    # or "8GiB"; cpu=... too
+    print(plan.summary())
+    report = plan.execute()                          # one real step, checked
+    plan.single_device("gpu").train_step(net, x)     # train with PyTorch's checkpointing
 
 :func:`import_model` captures one training step (``import-torch``), :meth:`ImportedModel.solve`
 schedules it (``solve``), :meth:`Plan.execute` runs the step by the schedule on torch and

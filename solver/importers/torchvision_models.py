@@ -45,9 +45,13 @@ def import_torchvision(module_name: str = "torchvision.models") -> types.ModuleT
 
 
 def prepare_torchvision() -> None:
-    """Make ``import torchvision`` work, if torchvision is installed (a no-op otherwise)."""
+    """Make ``import torchvision`` work, if torchvision is installed (a no-op otherwise, and
+    without torch: the caller then says which extra is missing)."""
     if "torchvision" not in sys.modules and importlib.util.find_spec("torchvision") is not None:
-        import_torchvision("torchvision")
+        try:
+            import_torchvision("torchvision")
+        except ImportError:
+            return
 
 
 def _bare_package() -> None:
