@@ -5,7 +5,7 @@ import-torch``) or the torch.fx one (the bundled vgg16, resnet18, unet, transfor
 ``meta`` names the model, the input shape, the level and the importer. The step runs in a child
 process (:class:`app.child_task.ChildTask`, with a progress box and Cancel: capture and
 execution would otherwise hold the GIL), by
-:func:`solver.importers.execute_graph.execute_graph`, and the window shows measured
+:func:`solver.executors.execute_graph.execute_graph`, and the window shows measured
 beside predicted time and per-device peak, and whether the gradients equal ``loss.backward()``.
 The document is only read on the GUI thread, when the action is triggered (a snapshot).
 """
@@ -43,7 +43,7 @@ def execute_job(
 ) -> dict[str, Any]:
     """Import the graph's model again and run ``schedule`` on it (in the child process,
     which exits at once on Cancel: a training step cannot be interrupted from inside)."""
-    from solver.importers.execute_graph import execute_graph
+    from solver.executors.execute_graph import execute_graph
 
     report = run_until_cancelled(partial(execute_graph, graph, schedule, device_map), cancel)
     # the per-operation times too: the schedule views draw them as ghost bars
@@ -129,7 +129,7 @@ class ExecuteAction(QObject):
         graph, result = self.document.graph, self.document.result
         if graph is None or result is None or result.schedule is None or self.task.running:
             return False
-        from solver.importers.execute_graph import executable_reason
+        from solver.executors.execute_graph import executable_reason
 
         reason = executable_reason(graph)
         if reason:
@@ -141,7 +141,7 @@ class ExecuteAction(QObject):
             return False
         from argparse import ArgumentTypeError
 
-        from solver.importers.execute_cli import parse_device_map
+        from solver.executors.cli import parse_device_map
 
         try:
             device_map = parse_device_map(text)

@@ -38,16 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from solver.document.examples import bundled_graphs  # noqa: E402
 from solver.document.graph_io import load_graph  # noqa: E402
 from solver.document.units import format_size  # noqa: E402
-from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
-from solver.importers.aten_groups import plan_groups  # noqa: E402
-from solver.importers.execute_cli import _with_costs  # noqa: E402
-from solver.importers.executor import execute_schedule, measure_group_times  # noqa: E402
-from solver.importers.fx_executor import (  # noqa: E402
+from solver.executors.aten_runtime import execute_schedule  # noqa: E402
+from solver.executors.cli import with_costs  # noqa: E402
+from solver.executors.fx_runtime import (  # noqa: E402
     execute_fx_schedule,
     measure_fx_times,
     plan_fx,
 )
+from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
+from solver.importers.aten_groups import plan_groups  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
+from solver.importers.profiling import measure_group_times  # noqa: E402
 from solver.importers.zoo import BUNDLED, file_stem  # noqa: E402
 from solver.importers.zoo_composite import BUNDLED_ATEN, COMPOSITE  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
@@ -79,7 +80,7 @@ def _row(name: str, method: str, plan, graph, times, options: SolveOptions, args
     result = solve(graph, method, options)
     if result.schedule is None:
         return f"{name:<13} {method:<8} {result.status.value}: no schedule", False
-    measured_graph = _with_costs(graph, {"cpu", "gpu"}, times)
+    measured_graph = with_costs(graph, {"cpu", "gpu"}, times)
     run = execute_fx_schedule if hasattr(plan, "spec") else execute_schedule
     report = run(plan, measured_graph, result.schedule, {"gpu": "cpu"})
     ok = report.gradients_match

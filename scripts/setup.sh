@@ -37,4 +37,10 @@ if [ "$purpose" = test ] && [ "${XENGINE_SKIP_TORCH:-0}" != 1 ]; then
   .venv/bin/python -c 'import torch' 2>/dev/null \
     || .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" \
     || echo "torch not installed: the torch importer tests will be skipped"
+  # The model corpus (torchvision and transformers definitions), after torch so that pip keeps
+  # the CPU wheel (torchvision 0.28 asks for torch==2.13.0, which it satisfies).
+  if .venv/bin/python -c 'import torch' 2>/dev/null; then
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[corpus]" \
+      || echo "the model corpus is not installed: its tests will be skipped"
+  fi
 fi

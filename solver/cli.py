@@ -517,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return import_onnx_command(argv[1:])
     if argv and argv[0] == "execute":
-        from solver.importers.execute_cli import execute_command
+        from solver.executors.cli import execute_command
 
         return execute_command(argv[1:])
     try:

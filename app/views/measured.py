@@ -1,6 +1,6 @@
 """A schedule executed for real (Solve > Execute on PyTorch), as the schedule views draw it.
 
-The executor (:mod:`solver.importers.executor`) runs the operations one after another in the
+The executor (:mod:`solver.executors.aten_runtime`) runs the operations one after another in the
 schedule's order and times each; copies are timed together (``copy_ms``). So the measured
 timeline is the operations laid back to back in that order, each as long as measured, with the
 copies' total time said in words rather than placed where no measurement puts them. Peaks are

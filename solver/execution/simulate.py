@@ -16,6 +16,7 @@ import numpy as np
 from solver.document.graph import Graph
 from solver.document.schedule import Operation, Schedule, Stage
 from solver.errors import ScheduleViolation
+from solver.execution.schedule_walk import offload_order
 
 __all__ = [
     "OpEvent",
@@ -547,8 +548,8 @@ def offload_ms(graph: Graph, i: int, source: str, target: str) -> float:
 
 
 def _offload_copies(graph: Graph, t: int, stage: Stage) -> list[tuple[int, str, str]]:
-    """The stage's offloading copies as ``(tensor, source, target)`` in the order they run:
-    by tensor (schedule order), then by target in the graph's device order."""
+    """The stage's offloading copies as ``(tensor, source, target)`` in the order they run
+    (:func:`solver.execution.schedule_walk.offload_order`, which the torch runtimes follow)."""
     order = graph.device_index
     copies = [(graph.index[x], s, d) for x, s, d in stage.offload_copies()]
     for i, source, target in copies:
@@ -560,4 +561,5 @@ def _offload_copies(graph: Graph, t: int, stage: Stage) -> list[tuple[int, str, 
                 node=graph.nodes[i].id,
                 device=target,
             )
-    return sorted(copies, key=lambda c: (c[0], order[c[2]]))
+    ordered = offload_order(stage.offload_copies(), graph.index, list(order))
+    return [(graph.index[x], s, d) for x, s, d in ordered]

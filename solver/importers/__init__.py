@@ -9,6 +9,12 @@ them; the import functions raise :class:`MissingDependencyError` with the instal
   :class:`MeasuredCpuCostModel` (per-op times on this CPU with torch).
 * ``zoo_models``: VGG16/19, ResNet-18/34/50, U-Net, MobileNetV2, a Transformer block;
   ``zoo`` regenerates the bundled graphs in resources/graphs/.
+* ``user_code``: the boundary around the model's own code (any exception or exit -> one line);
+  ``torchvision_models``: torchvision's definitions beside the CPU torch wheel; ``corpus``: the
+  ecosystem's model builders the importer is tested on.
+
+Running a schedule on torch is not importing: that is :mod:`solver.executors`, which uses this
+package (never the other way round).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ formulas, bytes come from the captured shapes and dtypes. Costs:
 
 * ``"roofline"`` (default): per ATen op ``max(FLOPs / peak, bytes / bandwidth) + launch`` on
   each device's published spec (:mod:`solver.importers.hardware`), summed per node;
-* ``"measured"``: every node run on this machine's CPU with real tensors by the schedule
-  executor (thread CPU time, median of repeats) for the ``cpu``-kind devices, roofline for the
-  others.
+* ``"measured"``: every node's ATen ops run on this machine's CPU with real tensors
+  (:func:`solver.importers.profiling.measure_group_times`: thread CPU time, median of repeats)
+  for the ``cpu``-kind devices, roofline for the others.
 
 The torch.fx importer (:mod:`solver.importers.torch_fx`) stays as the fallback for models
 whose training step cannot be captured.
@@ -28,7 +28,8 @@ from solver.importers.aten_capture import InputSpec, JointCapture, capture_joint
 from solver.importers.aten_groups import GroupPlan, is_view, op_bytes, op_flops, plan_groups
 from solver.importers.costmodel import RooflineCostModel
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
-from solver.importers.torch_fx import load_factory
+from solver.importers.torch_fx import load_factory, model_label
+from solver.importers.user_code import user_code
 
 __all__ = ["COSTS", "capture_model", "import_aten", "graph_from_plan", "structure_hash"]
 
@@ -48,7 +49,8 @@ def capture_model(
     on one float input of shape ``input_shape``, or on the inputs it lists (shape and dtype)."""
     factory = load_factory(spec) if isinstance(spec, str) else spec
     name = name or getattr(factory, "__name__", "model").lower()
-    capture = capture_joint(factory, input_shape, name=name)
+    with user_code(model_label(spec, factory), "capturing its training step"):
+        capture = capture_joint(factory, input_shape, name=name)
     source = spec if isinstance(spec, str) else getattr(spec, "__qualname__", repr(spec))
     return replace(capture, meta={"source": source, **capture.meta})
 
@@ -98,9 +100,10 @@ def import_aten(
     plan = plan_groups(capture, level)
     measured = None
     if cost_model == "measured":
-        from solver.importers.executor import measure_group_times  # runs the model: late
+        from solver.importers.profiling import measure_group_times  # runs the model: late
 
-        measured = measure_group_times(plan)
+        with user_code(model_label(spec, capture.factory), "measuring its ops on this CPU"):
+            measured = measure_group_times(plan)
     return graph_from_plan(plan, platform, measured)
 
 
@@ -159,7 +162,7 @@ def graph_from_plan(
         "forward_flops": plan.forward_flops,
         "capture_seconds": round(capture.seconds, 3),
         "cost_model": {
-            name: ("measured on the local CPU by the schedule executor (thread CPU time)")
+            name: ("measured on the local CPU, op by op (thread CPU time)")
             if measured is not None and spec.kind == "cpu"
             else RooflineCostModel(spec).describe()
             for name, spec in platform.devices

@@ -218,8 +218,7 @@ def capture_joint(
     start = time.perf_counter()
     fake = FakeTensorMode()
     try:
-        with torch.device("meta"):  # no weight is ever allocated or initialised
-            model = factory()
+        model = _built(torch, factory, name)
         model.train()
         params = dict(model.named_parameters())
         buffers = dict(model.named_buffers())
@@ -255,6 +254,20 @@ def capture_joint(
             **({"rnn_workspace_bytes": sized} if sized else {}),
         },
     )
+
+
+def _built(torch, factory: Callable[[], Any], name: str) -> Any:
+    """``factory()`` on the meta device, so no weight is ever allocated or initialised; on the
+    CPU for real if its constructor reads values (RegNet computes its stage widths with
+    ``torch.round(...).tolist()``, which a meta tensor cannot answer)."""
+    try:
+        with torch.device("meta"):
+            return factory()
+    except (NotImplementedError, RuntimeError) as exc:
+        if "meta" not in str(exc):
+            raise
+        logger.info("%s reads tensor values while it is built (%s); built on the CPU", name, exc)
+        return factory()
 
 
 def size_rnn_workspaces(torch, gm) -> list[int]:

@@ -467,7 +467,7 @@ def _sources(node, owner: dict[str, str], base: dict[str, str], group: str) -> s
     todo = tensor_inputs(node)
     while todo:
         arg = todo.pop()
-        if arg.op == "placeholder":
+        if arg.op in ("placeholder", "get_attr"):  # inputs, weights, lifted constants: fixed
             continue
         if arg.op == "call_function" and is_view(arg):
             todo.extend(arg.all_input_nodes)

@@ -28,12 +28,14 @@ from solver.importers.aten_capture import DTYPES, InputSpec
 from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
 from solver.importers.usage import OneLineParser
+from solver.importers.user_code import UserCodeError, debug_enabled
 
 __all__ = [
     "add_platform_arguments",
     "import_torch_command",
     "parse_shape",
     "parse_input",
+    "print_error",
     "write_imported",
 ]
 
@@ -120,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_platform_arguments(parser)
     parser.add_argument("--name", help="graph name (default: the class name)")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error in the model code"
+    )
     return parser
 
 
@@ -177,12 +182,16 @@ def import_torch_command(argv: list[str]) -> int:
             name=args.name,
         ),
         args.output,
+        debug=args.debug,
     )
 
 
-def write_imported(make_graph: Callable[[], Graph], output: str | None) -> int:
+def write_imported(
+    make_graph: Callable[[], Graph], output: str | None, *, debug: bool = False
+) -> int:
     """Import (``make_graph()``), then write the graph to ``output`` atomically or print it;
-    0, or 2 with one line on stderr (the import commands' contract, spec/formats.md)."""
+    0, or 2 with one line on stderr (the import commands' contract, spec/formats.md); the
+    model code's traceback before it with ``debug`` (or ``XENGINE_DEBUG``)."""
     try:
         graph = make_graph()
         if output:
@@ -190,7 +199,7 @@ def write_imported(make_graph: Callable[[], Graph], output: str | None) -> int:
         else:
             sys.stdout.write(json.dumps(graph_to_dict(graph), indent=1) + "\n")
     except XEngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(exc, debug)
         return 2
     except OSError as exc:
         print(f"error: {exc.filename or output}: {exc.strerror or exc}", file=sys.stderr)
@@ -198,6 +207,13 @@ def write_imported(make_graph: Callable[[], Graph], output: str | None) -> int:
     if output:
         print(f"{output}: {graph.n} nodes, {len(graph.edges)} edges", file=sys.stderr)
     return 0
+
+
+def print_error(exc: XEngineError, debug: bool = False) -> None:
+    """``error: ...`` on one line; first the model code's traceback if ``debug`` is on."""
+    if isinstance(exc, UserCodeError) and exc.detail and debug_enabled(debug):
+        sys.stderr.write(exc.detail)
+    print(f"error: {exc}", file=sys.stderr)
 
 
 def _progress(done: int, total: int, name: str) -> None:

@@ -16,7 +16,10 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
+from solver.errors import XEngineError
 from solver.importers._deps import require_torch
+from solver.importers.aten_capture import example_inputs
+from solver.importers.aten_groups import GroupPlan, value_bytes
 from solver.importers.costmodel import LOSS_KEY, OpTime
 from solver.importers.ops import OpGraph
 
@@ -26,7 +29,14 @@ try:  # optional extra; the interpreter subclass below needs the base class at i
 except ModuleNotFoundError:  # pragma: no cover - exercised in a subprocess test
     torch = fx = None
 
-__all__ = ["median_cpu_ms", "profile_ops", "time_training_step"]
+__all__ = [
+    "available_memory",
+    "measure_group_times",
+    "median_cpu_ms",
+    "profile_ops",
+    "require_memory",
+    "time_training_step",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -266,3 +276,86 @@ def time_training_step(
 
     with _threads(threads):
         return median_cpu_ms(forward, warmup, repeats), median_cpu_ms(step, warmup, repeats)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give now (``MemAvailable``), or ``None`` if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def require_memory(needed: int, doing: str) -> None:
+    """Refuse, before anything is allocated, work that needs more memory than is available.
+
+    Raises
+    ------
+    XEngineError
+        One line with both sizes and what to do instead.
+    """
+    from solver.document.units import format_size
+
+    have = available_memory()
+    if have is not None and needed > have:
+        raise XEngineError(
+            f"{doing} needs about {format_size(needed)} of memory, and this machine has "
+            f"{format_size(have)} available; use a smaller input (batch) or the roofline cost "
+            "model (--cost roofline), which runs nothing"
+        )
+
+
+# ----- ATen imports ----------------------------------------------------------------------------
+def measure_group_times(plan: GroupPlan, *, warmup: int = 1, repeats: int = 3) -> dict[str, float]:
+    """Milliseconds of every node of an ATen import on this CPU.
+
+    The captured joint graph runs op by op on real tensors (the model built with seed 0, its
+    inputs drawn as the import and the executors draw them), and each ATen op's thread CPU time
+    is charged to the node that owns it: the ops a schedule's operation runs for that node.
+    Median of ``repeats`` runs after ``warmup``, one torch thread; a node whose ops take no
+    time (views only) gets 0.
+    """
+    require_torch("measured costs")
+    capture = plan.capture
+    nodes = capture.gm.graph.nodes
+    require_memory(sum(value_bytes(n) for n in nodes), "measuring the step op by op")
+    torch.manual_seed(0)
+    model = capture.factory()
+    model.train()
+    xs = example_inputs(torch, capture.inputs or capture.input_shape)
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    values = [*xs, *(params[name].detach() for name in capture.param_names)]
+    samples: dict[str, list[float]] = {g.id: [] for g in plan.groups}
+    with _threads(1), torch.no_grad():
+        for run in range(warmup + max(repeats, 1)):
+            timer = _GroupTimer(capture.gm, plan.owner)
+            timer.run(*values, *(buffers[name].clone() for name in capture.buffer_names))
+            if run >= warmup:
+                for gid, times in samples.items():
+                    times.append(timer.ms.get(gid, 0.0))
+    return {gid: statistics.median(times) for gid, times in samples.items()}
+
+
+class _GroupTimer(fx.Interpreter if fx is not None else object):
+    """Runs a joint graph, adding each ATen op's thread CPU time to its owning node."""
+
+    def __init__(self, gm, owner) -> None:
+        super().__init__(gm, garbage_collect_values=False)  # a step that keeps everything
+        self.owner = owner
+        self.ms: dict[str, float] = {}
+
+    def run_node(self, n):
+        if n.op != "call_function":
+            return super().run_node(n)
+        start = time.thread_time_ns()
+        value = super().run_node(n)
+        elapsed = (time.thread_time_ns() - start) / 1e6
+        owner = self.owner.get(n.name)
+        if owner is not None:
+            self.ms[owner] = self.ms.get(owner, 0.0) + elapsed
+        return value

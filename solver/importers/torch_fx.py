@@ -30,8 +30,9 @@ from solver.importers.costmodel import CostModel, resolve_cost_models
 from solver.importers.fx_ops import VIEW, node_flops, node_kind, node_params, tensor_metas
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
 from solver.importers.ops import Op, OpGraph, TorchSource
+from solver.importers.user_code import user_code
 
-__all__ = ["load_factory", "trace_ops", "import_torch"]
+__all__ = ["load_factory", "model_label", "trace_ops", "import_torch"]
 
 logger = logging.getLogger(__name__)
 _TRACE_ERRORS = (
@@ -62,10 +63,8 @@ def load_factory(spec: str) -> Callable[[], Any]:
             fix="write e.g. mypackage.models:Net or path/to/net.py:Net",
         )
     try:
-        if module_name.endswith(".py"):
-            module = _load_file(Path(module_name))
-        else:
-            module = importlib.import_module(module_name)
+        with user_code(spec, "importing the module", passing=(ImportError, OSError, SyntaxError)):
+            module = _import(module_name)
     except (ImportError, OSError, SyntaxError) as exc:
         raise GraphFormatError(
             f"cannot import {module_name!r}: {exc}",
@@ -88,6 +87,26 @@ def load_factory(spec: str) -> Callable[[], Any]:
             fix="name an nn.Module class or a function returning one",
         )
     return target
+
+
+def model_label(spec: Any, factory: Callable[[], Any]) -> str:
+    """The model as messages name it: its spec, or the factory's module and name."""
+    if isinstance(spec, str):
+        return spec
+    return f"{getattr(factory, '__module__', 'model')}:{getattr(factory, '__qualname__', '')}"
+
+
+def _import(module_name: str) -> Any:
+    """The module ``module_name`` names: a ``.py`` path or any importable module. torchvision,
+    where it is installed, is made importable first (:mod:`solver.importers.torchvision_models`:
+    its model definitions without its C extension), for the model code and what it imports
+    (``transformers`` imports torchvision where it finds it)."""
+    from solver.importers.torchvision_models import prepare_torchvision
+
+    prepare_torchvision()
+    if module_name.endswith(".py"):
+        return _load_file(Path(module_name))
+    return importlib.import_module(module_name)
 
 
 def _load_file(path: Path):
@@ -259,7 +278,8 @@ def import_torch(
     name = name or getattr(factory, "__name__", "model").lower()
     platform = devices if isinstance(devices, Platform) else make_platform(devices)
     models = resolve_cost_models(cost_model, platform)
-    ops = trace_ops(factory, tuple(input_shape), name=name)
+    with user_code(model_label(spec, factory), "tracing it"):
+        ops = trace_ops(factory, tuple(input_shape), name=name)
     logger.info("traced %s: %d ops, %d parameters", name, len(ops.ops), ops.parameters)
     ops = OpGraph(
         ops.name,

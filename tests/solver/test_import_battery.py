@@ -14,10 +14,10 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from solver.executors.aten_runtime import execute_schedule  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
 from solver.importers.aten_capture import InputSpec, example_inputs  # noqa: E402
 from solver.importers.aten_groups import flop_mapping, plan_groups  # noqa: E402
-from solver.importers.executor import execute_schedule  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 from solver.optimize.methods import solve  # noqa: E402

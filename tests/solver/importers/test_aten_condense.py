@@ -54,9 +54,9 @@ def test_a_forced_cycle_is_condensed_and_the_import_still_executes(monkeypatch):
     torch = pytest.importorskip("torch")
     from torch import nn
 
+    from solver.executors.aten_runtime import execute_schedule
     from solver.importers import aten_groups
     from solver.importers.aten import capture_model, graph_from_plan
-    from solver.importers.executor import execute_schedule
     from solver.importers.hardware import make_platform
     from solver.optimize.methods import solve
 
@@ -96,9 +96,9 @@ def test_a_read_before_an_in_place_write_runs_in_the_writers_node():
     pytest.importorskip("torch")
     from torch import nn
 
+    from solver.executors.aten_runtime import execute_schedule
     from solver.importers.aten import capture_model, graph_from_plan
     from solver.importers.aten_groups import plan_groups
-    from solver.importers.executor import execute_schedule
     from solver.importers.hardware import make_platform
     from solver.optimize.methods import solve
 

@@ -151,7 +151,7 @@ def test_execute_runs_token_and_two_input_models_by_their_graphs(models, tmp_pat
     float input for an embedding gets import-torch's one-line hint."""
     pytest.importorskip("torch")
     from solver.cli import main as cli_main
-    from solver.importers.execute_cli import execute_command
+    from solver.executors.cli import execute_command
 
     runs = {"Tokens": ["4x12:int64"], "Pair": ["2x6x16", "2x5x16"]}
     for cls, inputs in runs.items():

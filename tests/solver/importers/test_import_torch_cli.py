@@ -79,7 +79,7 @@ def test_import_torch_command_usage_errors_are_one_line(argv, message, capsys):
     "argv", [[], [SPEC, "--input", "2x3"], [SPEC, "--input", "2x3", "--schedule", "s", "--x"]]
 )
 def test_execute_command_usage_errors_are_one_line(argv, capsys):
-    from solver.importers.execute_cli import execute_command
+    from solver.executors.cli import execute_command
 
     assert execute_command(argv) == 2
     err = capsys.readouterr().err

@@ -15,6 +15,9 @@ sys.modules["onnx"] = None
 import solver.importers
 for info in pkgutil.iter_modules(solver.importers.__path__):
     importlib.import_module(f"solver.importers.{info.name}")
+import solver.executors
+for info in pkgutil.iter_modules(solver.executors.__path__):
+    importlib.import_module(f"solver.executors.{info.name}")
 from solver.importers import MissingDependencyError, import_onnx, import_torch
 from solver.importers.zoo_models import ResNet18
 for call in (lambda: import_torch("solver.importers.zoo_models:ResNet18", (1, 3, 32, 32)),
@@ -28,7 +31,7 @@ for call in (lambda: import_torch("solver.importers.zoo_models:ResNet18", (1, 3,
         raise AssertionError("no error")
 from solver.importers.cli import import_torch_command
 print("exit", import_torch_command(["solver.importers.zoo_models:ResNet18", "--input", "1x3"]))
-from solver.importers.execute_cli import execute_command
+from solver.executors.cli import execute_command
 print("exit", execute_command(["m:M", "--input", "1x3", "--schedule", "s.json"]))
 """
 
@@ -36,7 +39,7 @@ CORE_ONLY = """
 import importlib, pkgutil, sys
 import solver
 for info in pkgutil.walk_packages(solver.__path__, "solver."):
-    if not info.name.startswith("solver.importers"):
+    if not info.name.startswith(("solver.importers", "solver.executors")):  # torch's rooms
         try:
             importlib.import_module(info.name)
         except ImportError:

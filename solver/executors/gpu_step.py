@@ -1,8 +1,9 @@
 """What both schedule executors do on a GPU so that a step there is measured and checked as on
 the CPU: float32 without TF32, and copies timed by the clock that sees them end.
 
-Shared by the ATen executor (:mod:`solver.importers.executor`) and the torch.fx executor
-(:mod:`solver.importers.fx_executor`); docs/spec-notes.md, "The PyTorch executor".
+Shared by the ATen runtime (:mod:`solver.executors.aten_runtime`) and the torch.fx runtime
+(:mod:`solver.executors.fx_runtime`) through the driver (:mod:`solver.executors.harness`);
+docs/spec-notes.md, "The PyTorch executor".
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ __all__ = ["copy_timer", "full_float32"]
 
 
 @contextlib.contextmanager
-def full_float32(torch, mapping: Mapping[str, Any]) -> Iterator[None]:
+def full_float32(torch: Any, mapping: Mapping[str, Any]) -> Iterator[None]:
     """No TF32 in cuDNN and cuBLAS while a step runs on a GPU, the flags restored after.
 
     An Ampere GPU's convolutions use TF32 by default (10-bit mantissa); their gradients then
@@ -36,7 +37,7 @@ def full_float32(torch, mapping: Mapping[str, Any]) -> Iterator[None]:
         backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32 = before
 
 
-def copy_timer(source, target):
+def copy_timer(source: Any, target: Any) -> Any:
     """The torch device whose clock times a copy from ``source`` to ``target``: the target,
     unless it is the CPU and the source is not. A GPU's clock is wall clock after a
     synchronisation; a copy from a GPU to the host waits for the GPU, and the CPU's clock (this

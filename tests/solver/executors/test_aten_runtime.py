@@ -13,11 +13,11 @@ torch = pytest.importorskip("torch")
 
 from solver.document.graph_io import load_graph, save_graph  # noqa: E402
 from solver.document.schedule_io import save_schedule  # noqa: E402
-from solver.importers import executor  # noqa: E402
+from solver.executors import aten_runtime  # noqa: E402
+from solver.executors.aten_runtime import execute_schedule  # noqa: E402
+from solver.executors.cli import execute_command  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
 from solver.importers.aten_groups import plan_groups  # noqa: E402
-from solver.importers.execute_cli import execute_command  # noqa: E402
-from solver.importers.executor import execute_schedule  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE, aten_graph  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
@@ -92,7 +92,9 @@ def test_execute_single_device_peak_equals_the_simulator():
 def test_execute_without_replaying_dropout_gradients_differ(monkeypatch):
     """The gradient check can fail: recomputing dropout with a fresh mask is caught."""
     plan, graph, result = scheduled("encoder", "chen-greedy:gpu")
-    monkeypatch.setattr(executor._Runtime, "_rng_of", lambda self, gid: contextlib.nullcontext())
+    monkeypatch.setattr(
+        aten_runtime.AtenRuntime, "_rng_of", lambda self, gid: contextlib.nullcontext()
+    )
     report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
     assert not report.gradients_match
     assert report.max_abs_error > 1e-4

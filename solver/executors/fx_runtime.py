@@ -2,9 +2,10 @@
 
 A graph from :func:`solver.importers.torch_fx.import_torch` has one forward node per layer
 (its fx nodes listed in ``parts``), a ``loss`` node and one backward node per forward node. The
-walk is the ATen executor's (:func:`solver.importers.schedule_walk.walk_schedule`: stages,
-per-device placement, copies as ``.to()``, frees where the simulator frees, offloading copies
-at the end of a stage); what a node does:
+driver and the walk are the ATen runtime's (:mod:`solver.executors.harness`,
+:func:`solver.execution.schedule_walk.walk_schedule`: stages, per-device placement, copies as
+``.to()``, frees where the simulator frees, offloading copies at the end of a stage); what a
+node does:
 
 * **forward** ``i``: its fx nodes run under autograd from detached copies of its inputs (leaves),
   the modules on the torch device the schedule device maps to; the autograd graph of the latest
@@ -17,57 +18,54 @@ at the end of a stage); what a node does:
   its output is the gradient of each input of ``i``. Parameter gradients are accumulated on the
   first run of a backward node only (a recomputed one gives them again).
 
-Memory stays honest through :func:`torch.autograd.graph.saved_tensors_hooks`: a tensor autograd
-saves that is (the storage of) a graph tensor the executor holds (an input's output, ``i``'s own
-output, or a reshaped copy of an input that ``aten::matmul`` makes) is packed as a reference and
-unpacked from the executor's resident copy on the backward's device; a parameter, a buffer or
-the input batch is fixed memory and stays as it is; anything else (BN's input, max-pool indices,
-dropout masks, stored as ``bool`` as the fused GPU kernel does) belongs to node ``i``'s bundle:
-held, copied and freed with ``i``'s output, as ``i``'s ``memory`` in the graph counts it.
+Memory stays honest through autograd's saved-tensor hooks (:mod:`solver.executors.saved_tensors`):
+a saved tensor is a reference to a tensor the runtime holds, fixed memory, or a member of node
+``i``'s bundle, held, copied and freed with ``i``'s output, as ``i``'s ``memory`` counts it.
 Peaks are counted as the ATen executor counts them: distinct storages of what the executor holds
 for a device (outputs, bundles, the running node's live intermediates and the tensors autograd
 saved so far, copied inputs). Tensors autograd allocates inside one ``autograd.grad`` call
 (gradients of a layer's internal tensors) are not seen.
 
 On a GPU (docs/spec-notes.md, "torch.fx on a GPU"): the model is copied to each torch device,
-dropout's mask is drawn with the CPU's generator (the reference's masks), TF32 is off while the
-step runs, and a backward must run on the torch device of its forward's latest computation
-(:func:`check_backward_devices`). tests/solver/importers/test_fx_executor_devices.py checks the
-placements without a GPU.
+dropout's mask is drawn with the CPU's generator (:mod:`solver.executors.host_rng`), TF32 is off
+while the step runs, and a backward must run on the torch device of its forward's latest
+computation (:func:`check_backward_devices`). tests/solver/executors/test_fx_runtime_devices.py
+checks the placements without a GPU.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-import logging
 import statistics
-import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
-from solver.execution.simulate import check_schedule, effective_graph
+from solver.execution.schedule_walk import StepRow, order_of
+from solver.executors import harness
+from solver.executors.harness import (
+    ExecutorError,
+    HeldTensors,
+    StepKind,
+    StepReport,
+    clock,
+    execute_step,
+    one_thread,
+    run_step,
+    storage_id,
+)
+from solver.executors.host_rng import dropout, replay_rng
+from solver.executors.saved_tensors import SavedTensors
 from solver.importers._deps import require_torch
 from solver.importers.aten_capture import loss_of
-from solver.importers.executor import (
-    ExecutionError,
-    ExecutionReport,
-    _compare,
-    _device_map,
-    _storage_bytes,
-    _storage_id,
-    clock,
-    one_thread,
-    replay_rng,
-)
-from solver.importers.gpu_step import copy_timer, full_float32
-from solver.importers.schedule_walk import order_of, walk_schedule
 
 __all__ = [
     "FxPlan",
+    "FxRuntime",
+    "fx_step",
     "plan_fx",
     "execute_fx_schedule",
     "run_fx_schedule",
@@ -75,8 +73,6 @@ __all__ = [
     "measure_fx_times",
     "fx_reference_gradients",
 ]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -123,7 +119,7 @@ def execute_fx_schedule(
     device_map: Mapping[str, str] | None = None,
     *,
     seed: int = 0,
-) -> ExecutionReport:
+) -> StepReport:
     """Run one training step of ``plan``'s model by ``schedule``; compare with the simulator.
 
     Parameters
@@ -136,63 +132,75 @@ def execute_fx_schedule(
     schedule
         A valid schedule for ``graph`` (replayed strictly first).
     device_map
-        Schedule device -> torch device, as for :func:`solver.importers.executor.execute_schedule`.
+        Schedule device -> torch device, as for
+        :func:`solver.executors.aten_runtime.execute_schedule`.
 
     Raises
     ------
-    ExecutionError
+    ExecutorError
         If the graph is not the import, a device cannot be used, or a backward runs on another
         torch device than its forward's latest computation.
     ScheduleViolation
         If the schedule breaks a rule of the model on ``graph``.
     """
-    torch = require_torch("the schedule executor")
-    _check_same_graph(plan, graph)
-    sized = effective_graph(graph, schedule)
-    timeline = check_schedule(sized, schedule)
-    mapping = _device_map(torch, [d.name for d in graph.devices], device_map or {})
-    check_backward_devices(graph, schedule, mapping)  # before minutes of work, not after
-    model, x = _build(torch, plan, seed)
-    with one_thread(torch, mapping):  # the same kernels as the step: same rounding
-        reference = fx_reference_gradients(plan, seed, model=model, x=x)
-    runtime, op_ms = run_fx_schedule(
-        torch, plan, schedule, timeline, sized, mapping, model, x, seed
+    return execute_step(fx_step(plan), graph, schedule, device_map, seed=seed)
+
+
+def fx_step(plan: FxPlan) -> StepKind:
+    """The torch.fx runtime's parts of the driver (:class:`solver.executors.harness.StepKind`)."""
+    return StepKind(
+        check_graph=lambda graph: _check_same_graph(plan, graph),
+        check_devices=check_backward_devices,
+        build=lambda torch, seed: _model_and_batch(torch, plan, seed),
+        runtime=lambda torch, mapping, model, inputs, graph, schedule: _fresh_runtime(
+            torch, plan, mapping, model, inputs, graph, schedule
+        ),
     )
-    compared = _compare(torch, runtime.gradients(), reference)
-    cuda_peak = runtime.cuda_peaks()
-    runtime.close()
-    return ExecutionReport.of_step(runtime, op_ms, timeline, sized, compared, mapping, cuda_peak)
+
+
+def _model_and_batch(torch: Any, plan: FxPlan, seed: int) -> tuple[Any, list[Any]]:
+    model, x = build(torch, plan, seed)
+    return model, [x]
+
+
+def _fresh_runtime(
+    torch: Any,
+    plan: FxPlan,
+    mapping: Mapping[str, Any],
+    model: Any,
+    inputs: Sequence[Any],
+    graph: Graph,
+    schedule: Schedule,
+) -> FxRuntime:
+    (x,) = inputs
+    runtime = FxRuntime(torch, plan, mapping, model, x)
+    runtime.last_reads = _last_reads(graph, schedule)
+    return runtime
 
 
 def run_fx_schedule(
-    torch,
+    torch: Any,
     plan: FxPlan,
     schedule: Schedule,
-    timeline,
+    timeline: Any,
     graph: Graph,
     mapping: Mapping[str, Any],
-    model,
-    x,
+    model: Any,
+    x: Any,
     seed: int = 0,
-) -> tuple[_FxRuntime, list[tuple[int, str, str, float, bool]]]:
+) -> tuple[FxRuntime, list[StepRow]]:
     """The step itself: every operation of ``schedule`` in order, releasing where ``timeline``
     (its replay on ``graph``, the effective graph) frees; the runtime (tensors held, peaks,
     gradients) and the per-operation rows.
 
     Separate from :func:`execute_fx_schedule` so that the device handling can be tested
-    without a GPU, as :func:`solver.importers.executor.run_schedule` is: under
+    without a GPU, as :func:`solver.executors.aten_runtime.run_schedule` is: under
     ``FakeTensorMode``, with a fake ``model`` and ``x``, a device mapped to ``cuda:0`` holds
     fake CUDA tensors and an op that mixes devices raises.
     """
     check_backward_devices(graph, schedule, mapping)
-    runtime = _FxRuntime(torch, plan, mapping, model, x)
-    runtime.last_reads = _last_reads(graph, schedule)
-    runtime.reset_cuda_peaks()
-    torch.manual_seed(seed + 1)
-    position, devices = order_of(graph)
-    with one_thread(torch, mapping), full_float32(torch, mapping):
-        op_ms = walk_schedule(runtime, schedule, timeline, position, devices)
-    return runtime, op_ms
+    runtime = _fresh_runtime(torch, plan, mapping, model, [x], graph, schedule)
+    return runtime, run_step(torch, runtime, schedule, timeline, mapping, order_of(graph), seed)
 
 
 def check_backward_devices(graph: Graph, schedule: Schedule, mapping: Mapping[str, Any]) -> None:
@@ -202,7 +210,7 @@ def check_backward_devices(graph: Graph, schedule: Schedule, mapping: Mapping[st
 
     Raises
     ------
-    ExecutionError
+    ExecutorError
         Naming the first such backward, in one line.
     """
     latest: dict[str, str] = {}
@@ -214,7 +222,7 @@ def check_backward_devices(graph: Graph, schedule: Schedule, mapping: Mapping[st
         where = latest.get(node.of or "")
         if node.kind == "backward" and where is not None:
             if mapping[where] != mapping[op.device]:
-                raise ExecutionError(
+                raise ExecutorError(
                     f"{node.id} runs on {op.device} ({mapping[op.device]}), but {node.of} was "
                     f"last computed on {where} ({mapping[where]}): the torch.fx executor runs "
                     "a backward through autograd's graph on the torch device that built it; "
@@ -234,12 +242,12 @@ def measure_fx_times(plan: FxPlan, *, warmup: int = 1, repeats: int = 3) -> dict
     which reuses what it frees.
     """
     torch = require_torch("measured costs")
-    model, x = _build(torch, plan, 0)
+    model, x = build(torch, plan, 0)
     samples: dict[str, list[float]] = {n.id: [] for n in plan.graph.nodes}
     mapping = {"cpu": torch.device("cpu")}
     with one_thread(torch, mapping):
         for run in range(warmup + max(repeats, 1)):
-            runtime = _FxRuntime(torch, plan, mapping, model, x)
+            runtime = FxRuntime(torch, plan, mapping, model, x)
             for node in plan.graph.nodes:
                 runtime.run_group(node.id, "cpu", {})
                 runtime.release("cpu", node.id)
@@ -256,39 +264,8 @@ def fx_reference_gradients(
     """Parameter gradients of a plain ``loss.backward()`` on the same model, input and seed."""
     torch = require_torch("the schedule executor")
     if model is None:
-        model, x = _build(torch, plan, seed)
-    model = copy.deepcopy(model)
-    torch.manual_seed(seed + 1)
-    loss_of(model(x)).backward()
-    return {
-        name: p.grad if p.grad is not None else torch.zeros_like(p)
-        for name, p in model.named_parameters()
-    }
-
-
-# ----- saved tensors ---------------------------------------------------------------------------
-class _Saved:
-    """What autograd keeps for one saved tensor: the tensor itself (fixed memory, or until the
-    forward ends), or a way to find it again in the executor's resident tensors."""
-
-    __slots__ = ("tensor", "part", "kind", "ref", "geometry", "dtype")
-
-    def __init__(self, tensor, part: str) -> None:
-        self.tensor: Any = tensor
-        self.part = part
-        self.kind = "pending"
-        self.ref: Any = None
-        self.geometry: Any = None
-        self.dtype: Any = None
-
-    def point_at(self, kind: str, ref: Any, geometry: Any = None) -> None:
-        self.kind, self.ref, self.geometry = kind, ref, geometry
-        self.dtype = self.tensor.dtype
-        self.tensor = None
-
-
-def _geometry(tensor) -> tuple:
-    return tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset()
+        model, x = build(torch, plan, seed)
+    return harness.reference_gradients(torch, model, [x], seed)
 
 
 @dataclass
@@ -302,12 +279,16 @@ class _Record:
 
 
 # ----- the runtime -----------------------------------------------------------------------------
-class _FxRuntime:
-    """Tensors per schedule device (by node id, a dict of named tensors), the autograd graphs
-    of the forward nodes, the parameter gradients, and the byte counts."""
+class FxRuntime(HeldTensors):
+    """Tensors per schedule device (by node id, a dict of named tensors: ``out`` and the
+    bundle), the autograd graphs of the forward nodes, the parameter gradients, and the byte
+    counts. ``copies`` holds the inputs copied in for the running operation, by node id."""
 
-    def __init__(self, torch, plan: FxPlan, mapping: Mapping[str, Any], model, x) -> None:
-        self.torch, self.plan, self.mapping = torch, plan, dict(mapping)
+    def __init__(
+        self, torch: Any, plan: FxPlan, mapping: Mapping[str, Any], model: Any, x: Any
+    ) -> None:
+        super().__init__(torch, mapping)
+        self.plan = plan
         self.graph = plan.graph
         self.parts = plan.parts
         self.owner = {name: gid for gid, names in self.parts.items() for name in names}
@@ -319,28 +300,19 @@ class _FxRuntime:
             here = device == x.device
             self.modules[str(device)] = gm if here else _module_on(torch, gm, device)
             self.inputs[str(device)] = x if here else x.to(device)
-        self.fixed = {_storage_id(t) for t in self.inputs.values()}
+        self.fixed = {storage_id(t) for t in self.inputs.values()}
         self.param_names: dict[int, str] = {}
         for module in self.modules.values():
             for name, p in module.named_parameters():
-                self.fixed.add(_storage_id(p))
+                self.fixed.add(storage_id(p))
                 self.param_names[id(p)] = name
-            self.fixed |= {_storage_id(b) for _, b in module.named_buffers()}
-        self.store: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in self.mapping}
+            self.fixed |= {storage_id(b) for _, b in module.named_buffers()}
         self.records: dict[str, _Record] = {}
         self.param_grads: dict[str, Any] = {}
         self.backward_done: set[str] = set()
         self.rng: dict[str, Any] = {}
-        self.peak: dict[str, int] = dict.fromkeys(self.mapping, 0)
-        self.copies: dict[str, Any] = {}
-        self.copy_ms = 0.0
-        self.pending: list[_Saved] = []
-        self.derived: dict[str, Any] = {}  # views of the inputs made in the running node
-        self.input_storages: set[int] = set()
-        self.part = ""
-        self.context: dict[str, Any] = {}
-        self.freed_after: frozenset[tuple[str, str]] = frozenset()
-        self.held: dict[str, tuple[str, list[Any]]] = {}
+        self.saved = SavedTensors(torch, self.fixed, self._rederive)
+        self.held = self.saved.held  # node id -> (device, tensors autograd's graph keeps)
         self.position = -1  # of the running operation in the schedule
         self.last_reads: dict[int, set[str]] = {}  # position -> ids nothing reads after it
         graph = self.graph
@@ -370,7 +342,7 @@ class _FxRuntime:
         else:
             ms, result = self._backward(gid, node.of or "", device, values)
         self.store[device][gid] = result
-        self._measure(device)
+        self.measure(device)
         self.copies = {}
         return ms
 
@@ -381,18 +353,14 @@ class _FxRuntime:
         try:
             value = self.store[source][gid]
         except KeyError:
-            raise ExecutionError(
+            raise ExecutorError(
                 f"reading {gid} on {source}, where it is not held; the schedule and the "
                 "executor disagree (report this)"
             ) from None
         if source == device:
             return value
-        timer = copy_timer(self.mapping[source], self.mapping[device])
-        start = clock(self.torch, timer)
-        copied = _copied(value, self.mapping[device])
-        self.copy_ms += clock(self.torch, timer) - start
-        self.copies[gid] = copied
-        return copied
+        self.copies[gid] = self.timed_copy(value, source, device)
+        return self.copies[gid]
 
     def _forward(self, gid: str, device: str, values: Mapping[str, dict]) -> tuple[float, dict]:
         torch = self.torch
@@ -403,21 +371,13 @@ class _FxRuntime:
         needed = self._needed_after(gid)
         env: dict[str, Any] = {}
         derived: dict[str, Any] = {}
-        self.derived = derived
-        self.input_storages = {_storage_id(leaf) for leaf in leaves.values()}
-        self.pending = []
+        saved = self.saved
+        saved.begin(derived, {storage_id(leaf) for leaf in leaves.values()})
         elapsed = 0.0
-        # weakly: autograd's nodes hold the hooks, and a runtime holding those nodes through
-        # its records would be a cycle through C++ that the collector never frees
-        me = weakref.ref(self)
-        hooks = torch.autograd.graph.saved_tensors_hooks(
-            lambda t: me()._pack(t),  # type: ignore[union-attr]
-            lambda saved: me()._unpack(saved),  # type: ignore[union-attr]
-        )
-        with replay_rng(torch, self.rng, gid), torch.enable_grad(), hooks:
+        with replay_rng(torch, self.rng, gid), torch.enable_grad(), saved.hooks():
             for j, name in enumerate(parts):
-                self.part = name
                 node = self.fx[name]
+                saved.at_part(name, activation(node, module) == "dropout")
                 args, kwargs = torch.fx.node.map_arg(
                     (node.args, node.kwargs),
                     lambda n: self._resolve(n, env, derived, leaves, target, gid),
@@ -431,37 +391,51 @@ class _FxRuntime:
                     del env[dead]
                 for dead in [k for k in derived if k not in needed[j]]:
                     del derived[dead]
-                held = [*env.values(), *derived.values(), *(s.tensor for s in self.pending)]
-                self._measure(device, held)
+                self.measure(device, [*env.values(), *derived.values(), *saved.pending_tensors()])
         out = env.pop(parts[-1])
         result = {"out": out.detach()}
-        self._classify(gid, device, result, out, values)
+        saved.classify(gid, device, result, out, values, gid in self.reads_self)
         self.records[gid] = self._record(target, out, leaves)
         for leaf in leaves.values():  # autograd's AccumulateGrad holds the leaf: empty it
             leaf.data = torch.empty(0, dtype=leaf.dtype, device=leaf.device)
-        self.pending, self.derived = [], {}
+        saved.end()
         return elapsed, result
 
-    def _resolve(self, n, env, derived, leaves, target, gid: str):
+    def _resolve(
+        self,
+        n: Any,
+        env: dict[str, Any],
+        derived: dict[str, Any],
+        leaves: Mapping[str, Any],
+        target: Any,
+        gid: str,
+    ) -> Any:
         """An fx argument of node ``gid``'s forward: computed here, an input's leaf, the batch,
         or a view (or size, attribute) evaluated from those; such a view, if it does not
         descend from ``gid``'s own fx nodes, is a view of the inputs (``derived``)."""
 
-        def leaf(owner: str, name: str):
+        def leaf(owner: str, name: str) -> Any:
             if owner == gid or owner not in leaves:
-                raise ExecutionError(
+                raise ExecutorError(
                     f"node {gid!r} reads fx node {name!r} of {owner!r}, which is not one of "
                     "its inputs in the graph; import the model again (report this)"
                 )
             return leaves[owner]
 
-        def computed(node, value) -> None:
+        def computed(node: Any, value: Any) -> None:
             if not any(a.name in self.parts[gid] for a in _ancestors_here(node, self.owner)):
                 derived[node.name] = value
 
         return self._evaluate(n, env, target, leaf, computed)
 
-    def _evaluate(self, n, env: dict[str, Any], target, owned, computed=None):
+    def _evaluate(
+        self,
+        n: Any,
+        env: dict[str, Any],
+        target: Any,
+        owned: Callable[[str, str], Any],
+        computed: Callable[[Any, Any], None] | None = None,
+    ) -> Any:
         """The value of fx node ``n`` on torch device ``target``: memoised in ``env``, the
         batch for the placeholder, ``owned(owner, name)`` for an fx node that graph node
         ``owner`` computes; any other is evaluated from its arguments, and ``computed(node,
@@ -481,11 +455,11 @@ class _FxRuntime:
             computed(n, value)
         return value
 
-    def _call(self, node, args, kwargs, module):
-        if _activation(node, module) == "dropout":
+    def _call(self, node: Any, args: Any, kwargs: Any, module: Any) -> Any:
+        if activation(node, module) == "dropout":
             drop = _dropout_arguments(self.torch, node, args, kwargs, module)
             if drop is not None:
-                return _dropout(self.torch, *drop)
+                return dropout(self.torch, *drop)
         if node.op == "call_module":
             return module.get_submodule(node.target)(*args, **kwargs)
         if node.op == "call_function":
@@ -497,9 +471,17 @@ class _FxRuntime:
             for attr in node.target.split("."):
                 value = getattr(value, attr)
             return value
-        raise ExecutionError(f"fx node {node.name!r} ({node.op}) cannot be run")
+        raise ExecutorError(f"fx node {node.name!r} ({node.op}) cannot be run")
 
-    def _in_place(self, node, args, kwargs, env, needed: set[str], module):
+    def _in_place(
+        self,
+        node: Any,
+        args: Any,
+        kwargs: Any,
+        env: Mapping[str, Any],
+        needed: set[str],
+        module: Any,
+    ) -> Callable[[Any], Any] | None:
         """ReLU or dropout in place on a tensor of this node that nothing reads afterwards and
         autograd has not saved (BN's output before a ReLU): the fused kernel a framework runs,
         without the transient second copy that the node's memory does not count."""
@@ -514,10 +496,9 @@ class _FxRuntime:
             or args[0]._base is not None
         ):
             return None
-        sid = _storage_id(args[0])
-        if any(s.tensor is not None and _storage_id(s.tensor) == sid for s in self.pending):
+        if self.saved.saves_storage_of(args[0]):
             return None
-        kind = _activation(node, module)
+        kind = activation(node, module)
         if kind == "relu":
             return torch.relu_
         if kind == "dropout":
@@ -525,7 +506,7 @@ class _FxRuntime:
             if drop is None:
                 return None
             _, p, training, _ = drop
-            return lambda t: _dropout(torch, t, p, training, True)
+            return lambda t: dropout(torch, t, p, training, True)
         return None
 
     def _needed_after(self, gid: str) -> list[set[str]]:
@@ -552,76 +533,7 @@ class _FxRuntime:
         self._needed[gid] = result
         return result
 
-    # ----- autograd's saved tensors ----------------------------------------------------------
-    def _pack(self, tensor) -> _Saved:
-        saved = _Saved(tensor, self.part)
-        if _storage_id(tensor) not in self.fixed | self.input_storages:
-            name = _derived_match(self.torch, tensor, self.derived)
-            if name is not None:  # a reshaped copy of an input: dropped now, rebuilt later
-                saved.point_at("derived", (name, tuple(tensor.shape)))
-                self.pending.append(saved)
-                return saved
-        if _activation(self.fx[self.part], self._module()) == "dropout":
-            scale = _mask_scale(self.torch, tensor)
-            if scale is not None and _storage_id(tensor) not in self.fixed:
-                # the mask as bool (as the fused GPU kernel keeps it) and its scale
-                saved.kind, saved.dtype, saved.ref = "mask", tensor.dtype, scale
-                saved.tensor = tensor != 0
-        self.pending.append(saved)
-        return saved
-
-    def _module(self):
-        return next(iter(self.modules.values()))
-
-    def _unpack(self, saved: _Saved):
-        if saved.kind in ("fixed", "pending", "held"):
-            return saved.tensor
-        ctx = self.context
-        if saved.kind == "out":
-            return ctx["self"]["out"].as_strided(*saved.geometry)
-        if saved.kind == "in":
-            return ctx["inputs"][saved.ref]["out"].as_strided(*saved.geometry)
-        if saved.kind == "derived":
-            name, shape = saved.ref
-            return self._rederive(name, ctx).reshape(shape)
-        if saved.kind == "mask":
-            key, scale = saved.ref
-            return ctx["self"][key].to(saved.dtype) * scale
-        return ctx["self"][saved.ref]
-
-    def _classify(self, gid: str, device: str, result: dict, out, values) -> None:
-        """Turn every tensor autograd saved during the forward into a reference, a fixed
-        tensor, or a member of the node's bundle (``result["s0"]``, ...). Where the graph's
-        backward node does not read this node (BN's per-channel statistics at op level), the
-        tensor stays with autograd's graph, counted on ``device`` until the node runs again."""
-        held: list[Any] = []
-        out_id = _storage_id(out)
-        inputs = {_storage_id(v["out"]): g for g, v in values.items()}
-        for saved in self.pending:
-            t = saved.tensor
-            if saved.kind == "derived":
-                continue
-            sid = _storage_id(t)
-            if saved.kind == "mask":
-                key = f"s{len(result) - 1}"
-                result[key] = t
-                saved.ref, saved.tensor = (key, saved.ref), None
-            elif sid in self.fixed:
-                saved.kind = "fixed"
-            elif sid == out_id:
-                saved.point_at("out", None, _geometry(t))
-            elif sid in inputs:
-                saved.point_at("in", inputs[sid], _geometry(t))
-            elif gid in self.reads_self:
-                key = f"s{len(result) - 1}"
-                result[key] = t
-                saved.point_at("bundle", key)
-            else:  # the graph's backward does not read this node: autograd's graph keeps it
-                saved.kind = "held"
-                held.append(t)
-        self.held[gid] = (device, held)
-
-    def _rederive(self, name: str, ctx: Mapping[str, Any]):
+    def _rederive(self, name: str, ctx: Mapping[str, Any]) -> Any:
         """Evaluate fx node ``name`` (views of inputs) again from the inputs resident on the
         backward's device."""
         with self.torch.no_grad():
@@ -629,7 +541,7 @@ class _FxRuntime:
                 self.fx[name], {}, ctx["device"], lambda owner, _: ctx["inputs"][owner]["out"]
             )
 
-    def _record(self, target, out, leaves: Mapping[str, Any]) -> _Record:
+    def _record(self, target: Any, out: Any, leaves: Mapping[str, Any]) -> _Record:
         from torch.autograd.graph import get_gradient_edge
 
         by_leaf = {id(leaf): g for g, leaf in leaves.items()}
@@ -668,7 +580,7 @@ class _FxRuntime:
         target = self.mapping[device]
         record = self.records[of]
         if record.device != target:  # check_backward_devices refuses such a schedule first
-            raise ExecutionError(
+            raise ExecutorError(
                 f"{gid} runs on {target}, but autograd's graph of {of} is on {record.device}; "
                 "the schedule and the executor disagree (report this)"
             )
@@ -676,7 +588,7 @@ class _FxRuntime:
         pieces = [v[of] for g, v in values.items() if kinds[g] != "forward" and of in v]
         start = clock(torch, target)
         incoming = self._sum(pieces, of, device, values, kinds)
-        self.context = {
+        self.saved.context = {
             "device": target,
             "inputs": {g: v for g, v in values.items() if kinds[g] == "forward" and g != of},
             "self": values.get(of, {}),
@@ -688,12 +600,12 @@ class _FxRuntime:
                 [record.out], edges, [incoming], retain_graph=True, allow_unused=True
             )
         except KeyError as exc:
-            raise ExecutionError(
+            raise ExecutorError(
                 f"{gid} needs {exc.args[0]!r}, which the graph does not give it (autograd "
                 "saves more than the import says); report this"
             ) from None
         finally:
-            self.context = {}
+            self.saved.context = {}
         elapsed = clock(torch, target) - start
         result = {g: t for g, t in zip(names, grads, strict=False) if t is not None}
         if gid not in self.backward_done:
@@ -704,10 +616,17 @@ class _FxRuntime:
                     old = self.param_grads.get(name)
                     self.param_grads[name] = grad if old is None else old + grad
         extra = [incoming] if len(pieces) > 1 else []
-        self._measure(device, [*result.values(), *extra])
+        self.measure(device, [*result.values(), *extra])
         return elapsed, result
 
-    def _sum(self, pieces: list, of: str, device: str, values: Mapping[str, dict], kinds) -> Any:
+    def _sum(
+        self,
+        pieces: list[Any],
+        of: str,
+        device: str,
+        values: Mapping[str, dict[str, Any]],
+        kinds: Mapping[str, str],
+    ) -> Any:
         """The gradient of ``of``'s output: the sum of what its consumers hand it, added in
         place into a piece whose value nothing needs afterwards (a copy, a tensor the replay
         frees right after this operation, or one the schedule keeps but never reads again) and
@@ -734,58 +653,30 @@ class _FxRuntime:
                 spare.add_(piece)
         return spare
 
-    def _shared(self, tensor, owner: str) -> bool:
+    def _shared(self, tensor: Any, owner: str) -> bool:
         """Whether another node's held tensors share ``tensor``'s storage."""
-        sid = _storage_id(tensor)
+        sid = storage_id(tensor)
         for held in (*self.store.values(), self.copies):
             for gid, value in held.items():
-                if gid != owner and any(_storage_id(t) == sid for t in value.values()):
+                if gid != owner and any(storage_id(t) == sid for t in value.values()):
                     return True
         return False
 
-    # ----- releasing and offloading ----------------------------------------------------------
-    def release(self, device: str, gid: str) -> None:
-        """Free node ``gid``'s tensors on ``device`` (output and bundle)."""
-        self.store[device].pop(gid, None)
-
-    def offload(self, gid: str, source: str, target: str) -> None:
-        """An offloading copy at the end of a stage, kept on ``target``."""
-        timer = copy_timer(self.mapping[source], self.mapping[target])
-        start = clock(self.torch, timer)
-        self.store[target][gid] = _copied(self.store[source][gid], self.mapping[target])
-        self.copy_ms += clock(self.torch, timer) - start
-        self._measure(target)
-
     def close(self) -> None:
         """Drop every tensor and autograd graph now (a step keeps the whole training state)."""
-        for held in self.store.values():
-            held.clear()
+        super().close()
         self.records.clear()
         self.held.clear()
-        self.copies = {}
 
     # ----- measuring -------------------------------------------------------------------------
-    def _measure(self, device: str, extra: list | tuple = ()) -> None:
+    def measure(self, device: str, extra: Sequence[Any] = ()) -> None:
+        """Raise ``peak[device]`` to what is held there now, with the running node's
+        ``extra`` tensors (its live intermediates and what autograd saved so far)."""
         tensors = [t for held in self.store[device].values() for t in held.values()]
         tensors += [t for held in self.copies.values() for t in held.values()]
         tensors += [t for t in extra if t is not None]
         tensors += [t for where, kept in self.held.values() if where == device for t in kept]
-        used = _storage_bytes(self.torch, tensors, self.fixed)
-        self.peak[device] = max(self.peak[device], used)
-
-    def reset_cuda_peaks(self) -> None:
-        """Start ``torch.cuda.max_memory_allocated`` afresh on every GPU the step uses."""
-        for dev in {str(d): d for d in self.mapping.values() if d.type == "cuda"}.values():
-            self.torch.cuda.reset_peak_memory_stats(dev)
-
-    def cuda_peaks(self) -> dict[str, int]:
-        """``torch.cuda.max_memory_allocated`` per schedule device mapped to a GPU (fixed
-        memory included: the model's copy on that GPU and the batch)."""
-        return {
-            name: int(self.torch.cuda.max_memory_allocated(dev))
-            for name, dev in self.mapping.items()
-            if dev.type == "cuda"
-        }
+        self.peak[device] = max(self.peak[device], self.held_bytes(tensors))
 
     def gradients(self) -> dict[str, Any]:
         """Parameter gradients by name (zeros for a parameter no node reached)."""
@@ -812,20 +703,7 @@ def _last_reads(graph: Graph, schedule: Schedule) -> dict[int, set[str]]:
     return result
 
 
-def _copied(value: Mapping[str, Any], device) -> dict[str, Any]:
-    """A copy of a node's tensors on ``device``; tensors that are one tensor (the gradient an
-    addition hands both its inputs) stay one."""
-    done: dict[tuple, Any] = {}
-    result = {}
-    for key, tensor in value.items():
-        ident = (_storage_id(tensor), _geometry(tensor))
-        if ident not in done:
-            done[ident] = tensor.to(device, copy=True)
-        result[key] = done[ident]
-    return result
-
-
-def _module_on(torch, gm, device):
+def _module_on(torch: Any, gm: Any, device: Any) -> Any:
     """A copy of ``gm`` whose parameters and buffers are made directly on ``device`` (not
     copied on the host first, then moved: that held a second host copy of every weight, and
     under ``FakeTensorMode`` a deep copy leaves the mode that the step runs in)."""
@@ -837,7 +715,7 @@ def _module_on(torch, gm, device):
     return copy.deepcopy(gm, memo)
 
 
-def _ancestors_here(node, owner: Mapping[str, str]):
+def _ancestors_here(node: Any, owner: Mapping[str, str]) -> Iterator[Any]:
     """fx nodes this non-compute node is computed from, up to compute nodes and inputs."""
     stack, seen = list(node.all_input_nodes), set()
     while stack:
@@ -850,21 +728,7 @@ def _ancestors_here(node, owner: Mapping[str, str]):
             stack.extend(n.all_input_nodes)
 
 
-def _derived_match(torch, tensor, derived: Mapping[str, Any]) -> str | None:
-    """The view of an input that ``tensor`` is a reshaped copy of (``aten::matmul`` saves its
-    operands reshaped to 3-d, copying a transposed one), if any."""
-    for name, value in derived.items():
-        if (
-            isinstance(value, torch.Tensor)
-            and value.numel() == tensor.numel()
-            and value.dtype == tensor.dtype
-            and torch.equal(value.reshape(tensor.shape), tensor)
-        ):
-            return name
-    return None
-
-
-def _activation(node, module) -> str:
+def activation(node: Any, module: Any) -> str:
     """``relu``, ``dropout`` or ``""`` for an fx node (module, function or method)."""
     torch = require_torch("the schedule executor")
     if node.op == "call_module":
@@ -876,7 +740,9 @@ def _activation(node, module) -> str:
     return name if name in ("relu", "dropout") else ""
 
 
-def _dropout_arguments(torch, node, args, kwargs, module) -> tuple | None:
+def _dropout_arguments(
+    torch: Any, node: Any, args: Any, kwargs: Any, module: Any
+) -> tuple[Any, float, bool, bool] | None:
     """``(input, p, training, inplace)`` of a dropout fx node (an ``nn.Dropout`` or a call of
     ``torch.nn.functional.dropout``, positional or by keyword), or ``None`` for another form
     (run as written)."""
@@ -891,43 +757,8 @@ def _dropout_arguments(torch, node, args, kwargs, module) -> tuple | None:
     return a["input"], a["p"], a["training"], a["inplace"]
 
 
-def _dropout(torch, tensor, p: float, training: bool, inplace: bool):
-    """Dropout whose mask the CPU's generator draws, on any device: on the CPU the kernel
-    itself, elsewhere :func:`_host_dropout`. A GPU's own kernel draws from the GPU's
-    generator: other masks than ``loss.backward()`` on the CPU (the reference) draws, other
-    gradients, and the comparison would fail on every network with dropout."""
-    if tensor.device.type == "cpu":
-        return torch.nn.functional.dropout(tensor, p, training, inplace)
-    return _host_dropout(torch, tensor, p, training, inplace)
-
-
-def _host_dropout(torch, tensor, p: float, training: bool, inplace: bool):
-    """What the CPU's dropout kernel does (ATen's ``_dropout_impl``), its mask drawn on the
-    CPU and applied where ``tensor`` is: ``bernoulli_(1 - p)`` on a tensor like the input,
-    divided by ``1 - p``, multiplied in. Autograd saves the scaled mask, as on the CPU; the
-    draw and the copy of the mask are in the layer's time."""
-    if p == 0 or not training or tensor.numel() == 0:
-        return tensor
-    if p == 1:
-        noise = torch.zeros((), dtype=tensor.dtype, device=tensor.device)
-    else:
-        noise = torch.empty_like(tensor, device="cpu").bernoulli_(1 - p).div_(1 - p)
-        noise = noise.to(tensor.device)
-    return tensor.mul_(noise) if inplace else tensor * noise
-
-
-def _mask_scale(torch, tensor) -> float | None:
-    """``c`` if ``tensor`` holds only 0 and one value ``c`` (CPU dropout's scaled noise), else
-    ``None``: such a tensor is kept as ``bool`` and rebuilt exactly as ``mask * c``."""
-    if not tensor.is_floating_point() or tensor.numel() == 0:
-        return None
-    top = float(tensor.max())
-    if top == 0 or not bool(((tensor == 0) | (tensor == top)).all()):
-        return None
-    return top
-
-
-def _build(torch, plan: FxPlan, seed: int):
+def build(torch: Any, plan: FxPlan, seed: int) -> tuple[Any, Any]:
+    """The model (train mode) and its one float input, drawn after seeding."""
     from solver.importers.torch_fx import load_factory
 
     torch.manual_seed(seed)
@@ -941,7 +772,7 @@ def _check_same_graph(plan: FxPlan, graph: Graph) -> None:
     from solver.importers.aten import structure_hash
 
     if structure_hash(graph) != structure_hash(plan.graph):
-        raise ExecutionError(
+        raise ExecutorError(
             f"graph '{graph.name}' ({graph.n} nodes) is not the torch.fx import of {plan.spec} "
             f"at {'x'.join(map(str, plan.input_shape))}, level {plan.level} "
             f"({plan.graph.n} nodes); import it again with the same input shape and level, "

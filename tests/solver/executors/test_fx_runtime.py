@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 from solver.document.graph_io import save_graph  # noqa: E402
 from solver.document.schedule_io import save_schedule  # noqa: E402
-from solver.importers import fx_executor  # noqa: E402
-from solver.importers.execute_cli import execute_command  # noqa: E402
-from solver.importers.fx_executor import execute_fx_schedule, plan_fx  # noqa: E402
+from solver.executors import fx_runtime  # noqa: E402
+from solver.executors.cli import execute_command  # noqa: E402
+from solver.executors.fx_runtime import execute_fx_schedule, plan_fx  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 from solver.optimize.methods import solve  # noqa: E402
 from solver.optimize.solve import SolveOptions  # noqa: E402
@@ -109,7 +109,7 @@ def test_recomputed_dropout_without_its_generator_state_gives_other_gradients(mo
     fx, graph, result = scheduled(TRANSFORMER, "chen-greedy:gpu", 0.8)
     recomputed = {e.node for e in result.timeline.ops if e.recompute}
     assert recomputed & {"mul", "ff1", "out", "ff2"}  # layers with dropout
-    monkeypatch.setattr(fx_executor, "replay_rng", lambda torch, states, gid: _fresh())
+    monkeypatch.setattr(fx_runtime, "replay_rng", lambda torch, states, gid: _fresh())
     report = execute_fx_schedule(fx, graph, result.schedule, {"gpu": "cpu"})
     # the block ends in a LayerNorm, so mean(out ** 2) barely moves: every gradient is ~1e-8,
     # and a fixed atol of 1e-5 passed this step; the tolerance follows the gradients' scale
@@ -127,12 +127,12 @@ def test_freed_layers_release_their_memory():
     executor holds nothing but the last stage's keeps, and the graphs it keeps hold no tensor
     (a leaf is emptied once its layer has run)."""
     fx, graph, result = scheduled(TRANSFORMER, "greedy")
-    model, x = fx_executor._build(torch, fx, 0)
-    runtime = fx_executor._FxRuntime(
+    model, x = fx_runtime.build(torch, fx, 0)
+    runtime = fx_runtime.FxRuntime(
         torch, fx, {"cpu": torch.device("cpu")} | {"gpu": torch.device("cpu")}, model, x
     )
+    from solver.execution.schedule_walk import order_of, walk_schedule
     from solver.execution.simulate import check_schedule
-    from solver.importers.schedule_walk import order_of, walk_schedule
 
     timeline = check_schedule(graph, result.schedule)
     walk_schedule(runtime, result.schedule, timeline, *order_of(graph))
@@ -227,8 +227,8 @@ def test_a_finished_runtime_is_collected():
     import weakref
 
     fx = plan(TRANSFORMER)
-    model, x = fx_executor._build(torch, fx, 0)
-    runtime = fx_executor._FxRuntime(torch, fx, {"cpu": torch.device("cpu")}, model, x)
+    model, x = fx_runtime.build(torch, fx, 0)
+    runtime = fx_runtime.FxRuntime(torch, fx, {"cpu": torch.device("cpu")}, model, x)
     for node in fx.graph.nodes:
         runtime.run_group(node.id, "cpu", {})
     assert runtime.records

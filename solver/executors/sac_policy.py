@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -30,7 +31,14 @@ from solver.execution.simulate import check_schedule, effective_graph
 from solver.importers.aten_capture import node_tag
 from solver.importers.aten_groups import GroupPlan
 
-__all__ = ["forward_ops", "random_positions", "recomputed_nodes", "policy_source", "write_policy"]
+__all__ = [
+    "forward_ops",
+    "random_positions",
+    "recomputed_nodes",
+    "policy_source",
+    "unread_free_positions",
+    "write_policy",
+]
 
 #: Ops autograd itself adds while tracing (a saved output is detached); SAC never sees them in
 #: some runs and sees them in others, so the policy skips them without counting.
@@ -55,8 +63,15 @@ def recomputed_nodes(graph: Graph, schedule: Schedule) -> set[str]:
     return {e.node for e in timeline.ops if e.recompute and e.kind == "forward"}
 
 
-def policy_source(plan: GroupPlan, graph: Graph, schedule: Schedule, *, label: str = "") -> str:
+def policy_source(
+    plan: GroupPlan, graph: Graph, schedule: Schedule, *, label: str = "", lean: bool = False
+) -> str:
     """Python source of a module defining ``policy_fn`` and ``context_fn`` for ``schedule``.
+
+    ``lean`` also recomputes the ops that cost no FLOPs and whose outputs no backward op reads
+    (:func:`unread_free_positions`): SAC caches every op it does not recompute, so it would
+    hold, say, a batch norm's output before its ReLU through the whole backward, which the
+    schedule frees once the ReLU ran (bench/README.md, "PyTorch's memory-budget partitioner").
 
     Raises
     ------
@@ -74,6 +89,8 @@ def policy_source(plan: GroupPlan, graph: Graph, schedule: Schedule, *, label: s
     ops = forward_ops(plan)
     random = random_positions(plan)
     indices = [i for i, (_, owner) in enumerate(ops) if owner in recompute and i not in random]
+    if lean:
+        indices = sorted(set(indices) | (unread_free_positions(plan) - random))
     return _TEMPLATE % {
         "label": label or plan.capture.name,
         "nodes": json.dumps(sorted(recompute)),
@@ -93,7 +110,37 @@ def random_positions(plan: GroupPlan) -> set[int]:
 
     from solver.importers.aten_groups import bases
 
-    nodes = [
+    nodes = _forward_nodes(plan)
+    base = bases(list(plan.capture.gm.graph.nodes))
+    seeded = torch.Tag.nondeterministic_seeded
+    random_bases = {base[n.name] for n in nodes if seeded in getattr(n.target, "tags", ())}
+    return {i for i, n in enumerate(nodes) if base[n.name] in random_bases}
+
+
+def unread_free_positions(plan: GroupPlan) -> set[int]:
+    """Positions (in :func:`forward_ops`) of the ops without FLOPs (pointwise, views) whose
+    outputs no backward op reads, through views: recomputing them costs no FLOPs, caching them
+    costs their bytes for the whole backward."""
+    from solver.importers.aten_groups import bases, op_flops
+
+    graph_nodes = list(plan.capture.gm.graph.nodes)
+    base = bases(graph_nodes)
+    read = {
+        base.get(arg.name, arg.name)
+        for n in graph_nodes
+        if node_tag(n).get("phase") == "backward"
+        for arg in n.all_input_nodes
+    }
+    nodes = _forward_nodes(plan)
+    return {
+        i
+        for i, n in enumerate(nodes)
+        if op_flops(n) == 0 and base.get(n.name, n.name) not in read and n.name not in read
+    }
+
+
+def _forward_nodes(plan: GroupPlan) -> list:
+    return [
         n
         for n in plan.capture.gm.graph.nodes
         if n.op == "call_function"
@@ -101,13 +148,11 @@ def random_positions(plan: GroupPlan) -> set[int]:
         and node_tag(n).get("phase") == "forward"
         and str(n.target) not in _UNCOUNTED
     ]
-    base = bases(list(plan.capture.gm.graph.nodes))
-    seeded = torch.Tag.nondeterministic_seeded
-    random_bases = {base[n.name] for n in nodes if seeded in getattr(n.target, "tags", ())}
-    return {i for i, n in enumerate(nodes) if base[n.name] in random_bases}
 
 
-def write_policy(path, plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = "") -> None:
+def write_policy(
+    path: str | os.PathLike[str], plan: GroupPlan, graph: Graph, schedule: Schedule, label: str = ""
+) -> None:
     """Write :func:`policy_source` to ``path`` atomically."""
     from solver.document.atomic import atomic_write_text
 

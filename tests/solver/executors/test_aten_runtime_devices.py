@@ -29,10 +29,11 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from solver.execution.simulate import check_schedule, effective_graph  # noqa: E402
-from solver.importers import executor  # noqa: E402
+from solver.executors import aten_runtime, harness, host_rng  # noqa: E402
+from solver.executors.aten_runtime import execute_schedule, run_schedule  # noqa: E402
+from solver.executors.harness import ExecutorError  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
 from solver.importers.aten_groups import plan_groups  # noqa: E402
-from solver.importers.executor import ExecutionError, execute_schedule, run_schedule  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE  # noqa: E402
 from solver.optimize.baselines import schedule_with_checkpoints  # noqa: E402
@@ -73,12 +74,13 @@ def run_fake(plan, graph, schedule, device_map, monkeypatch, draws=None):
     the torch device its schedule device maps to. Returns the runtime and the devices seen.
     ``draws`` (a :class:`Draws`) records the step's random ops."""
     timeline = check_schedule(effective_graph(graph, schedule), schedule)
-    mapping = executor._device_map(torch, [d.name for d in graph.devices], device_map)
-    executor._check_kernels(plan, schedule, mapping)
+    mapping = harness.map_devices(torch, [d.name for d in graph.devices], device_map)
+    aten_runtime.check_kernels(plan, schedule, mapping)
     seen: dict[str, set[str]] = {name: set() for name in mapping}
-    measure = executor._Runtime._measure
+    measure = aten_runtime.AtenRuntime.measure
 
-    def checked(self, device, env):
+    def checked(self, device, env=None):
+        env = env or {}
         tensors = [t for held in self.store[device].values() for t in held.values()]
         tensors += [v for k, v in env.items() if k not in self.plan.grads]
         tensors += list(self.copies.values())
@@ -88,8 +90,8 @@ def run_fake(plan, graph, schedule, device_map, monkeypatch, draws=None):
                     seen[device].add(str(t.device))
         measure(self, device, env)
 
-    monkeypatch.setattr(executor._Runtime, "_measure", checked)
-    model, xs = executor._build(torch, plan, 0)
+    monkeypatch.setattr(aten_runtime.AtenRuntime, "measure", checked)
+    model, xs = aten_runtime.build(torch, plan, 0)
     mode = FakeTensorMode()
     with mode:
         fake = FakeModel(mode, model)
@@ -149,14 +151,14 @@ def test_factory_ops_follow_their_node_to_the_gpu(fake_cuda, monkeypatch):
     result = solve(graph, "checkpoint-all:gpu", SolveOptions(time_limit_s=20))
     _, _, _, seen = run_fake(plan, graph, result.schedule, {"gpu": "cuda:0"}, monkeypatch)
     assert seen["gpu"] == {"cuda:0"}
-    monkeypatch.setattr(executor._Runtime, "_placed", lambda self, kwargs, device: kwargs)
+    monkeypatch.setattr(aten_runtime.AtenRuntime, "_placed", lambda self, kwargs, device: kwargs)
     with pytest.raises(RuntimeError, match="same device"):  # without the fix
         run_fake(plan, graph, result.schedule, {"gpu": "cuda:0"}, monkeypatch)
 
 
 def test_cpu_only_kernel_on_a_gpu_is_refused_in_one_line(fake_cuda):
     plan, graph, result = scheduled("lstm", "chen-greedy:gpu", 1.0)
-    with pytest.raises(ExecutionError) as error:
+    with pytest.raises(ExecutorError) as error:
         execute_schedule(plan, graph, result.schedule, {"gpu": "cuda:0"})
     message = str(error.value)
     assert "\n" not in message
@@ -168,14 +170,14 @@ def test_cpu_only_kernel_on_a_gpu_is_refused_in_one_line(fake_cuda):
 
 def test_cuda_mapping_is_checked_and_defaults_to_the_first_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    mapping = executor._device_map(torch, ["cpu", "gpu"], {})
+    mapping = harness.map_devices(torch, ["cpu", "gpu"], {})
     assert {k: str(v) for k, v in mapping.items()} == {"cpu": "cpu", "gpu": "cuda:0"}
-    mapping = executor._device_map(torch, ["cpu", "gpu"], {"gpu": "cuda:1", "cpu": "cpu"})
+    mapping = harness.map_devices(torch, ["cpu", "gpu"], {"gpu": "cuda:1", "cpu": "cpu"})
     assert str(mapping["gpu"]) == "cuda:1"
-    with pytest.raises(ExecutionError, match="names 'tpu', which is not a device of the graph"):
-        executor._device_map(torch, ["cpu", "gpu"], {"tpu": "cuda:0"})
-    with pytest.raises(ExecutionError, match="--device-map gpu=warp9: not a torch device"):
-        executor._device_map(torch, ["cpu", "gpu"], {"gpu": "warp9"})
+    with pytest.raises(ExecutorError, match="names 'tpu', which is not a device of the graph"):
+        harness.map_devices(torch, ["cpu", "gpu"], {"tpu": "cuda:0"})
+    with pytest.raises(ExecutorError, match="--device-map gpu=warp9: not a torch device"):
+        harness.map_devices(torch, ["cpu", "gpu"], {"gpu": "warp9"})
 
 
 class Draws(TorchDispatchMode):
@@ -195,7 +197,7 @@ class Draws(TorchDispatchMode):
         out = func(*args, **kwargs)
         if func is torch.ops.aten.copy_.default:
             self.copies.append((str(args[1].device), str(args[0].device)))
-        if executor.is_random(torch, func):
+        if host_rng.is_random(torch, func):
             given = [*args, *kwargs.values()]
             tensors = [a for a in given if isinstance(a, torch.Tensor)]
             self.draws.append(
@@ -219,7 +221,7 @@ def draws_of(plan) -> dict[str, int]:
     """Node id -> how many random ops it runs (dropout's ``bernoulli_``), for nodes with any."""
     nodes = {n.name: n for n in plan.capture.gm.graph.nodes}
     counts = {
-        g.id: sum(executor.is_random(torch, nodes[o].target) for o in g.ops) for g in plan.groups
+        g.id: sum(host_rng.is_random(torch, nodes[o].target) for o in g.ops) for g in plan.groups
     }
     return {gid: n for gid, n in counts.items() if n}
 
@@ -247,23 +249,23 @@ def with_dropout(name: str):
 def run_real(plan, graph, schedule, host_on=None):
     """The step of ``schedule`` with both devices on the CPU (no reference run): its gradients
     and its draws. ``host_on`` names a schedule device whose random ops take the GPU's path
-    (:func:`executor.host_draw`, drawn on the CPU and copied to the device) although it is
+    (:func:`host_rng.host_draw`, drawn on the CPU and copied to the device) although it is
     the CPU; returns how many did."""
     timeline = check_schedule(effective_graph(graph, schedule), schedule)
-    mapping = executor._device_map(torch, [d.name for d in graph.devices], {"gpu": "cpu"})
-    model, xs = executor._build(torch, plan, 0)
+    mapping = harness.map_devices(torch, [d.name for d in graph.devices], {"gpu": "cpu"})
+    model, xs = aten_runtime.build(torch, plan, 0)
     hosted = []
-    call = executor._Runtime._call
+    call = aten_runtime.AtenRuntime._call
 
     def as_on_a_gpu(self, node, args, kwargs, device):
-        if device == host_on and executor.is_random(torch, node.target):
+        if device == host_on and host_rng.is_random(torch, node.target):
             hosted.append(node.name)
-            return executor.host_draw(torch, node.target, args, kwargs, self.mapping[device])
+            return host_rng.host_draw(torch, node.target, args, kwargs, self.mapping[device])
         return call(self, node, args, kwargs, device)
 
     draws = Draws()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor._Runtime, "_call", as_on_a_gpu)
+        patch.setattr(aten_runtime.AtenRuntime, "_call", as_on_a_gpu)
         with draws:
             runtime, _ = run_schedule(torch, plan, schedule, timeline, mapping, model, xs)
     return runtime.gradients(), draws, hosted
@@ -314,9 +316,9 @@ def test_the_gpus_draw_path_gives_the_cpu_runs_masks_and_gradients_bit_for_bit(n
     assert {float(v.mean()) for v in host.values} != {0.0}  # masks, not zeros
     assert plain.keys() == grads.keys()
     assert all(torch.equal(plain[k], grads[k]) for k in plain)
-    with executor.one_thread(torch, {"cpu": torch.device("cpu")}):  # the step's kernels
-        reference = executor.reference_gradients(plan)
-    assert executor._compare(torch, grads, reference) == (True, 0.0)
+    with harness.one_thread(torch, {"cpu": torch.device("cpu")}):  # the step's kernels
+        reference = aten_runtime.reference_gradients(plan)
+    assert harness.compare_gradients(torch, grads, reference) == (True, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -331,16 +333,16 @@ def test_the_gpus_draw_path_gives_the_cpu_runs_masks_and_gradients_bit_for_bit(n
     ],
 )
 def test_a_draw_off_the_cpu_is_the_cpu_kernels_draw(op, args, kwargs):
-    """:func:`executor.host_draw` against the op itself, from the same generator state: the
+    """:func:`host_rng.host_draw` against the op itself, from the same generator state: the
     same values and layout, the generator left where the op leaves it, an argument the op
     writes written (and returned where the op returns it)."""
-    assert executor.is_random(torch, op)
-    assert not executor.is_random(torch, torch.ops.aten.empty_like.default)
+    assert host_rng.is_random(torch, op)
+    assert not host_rng.is_random(torch, torch.ops.aten.empty_like.default)
     mine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     torch.manual_seed(5)
     expected, after = op(*args, **kwargs), torch.rand(3)
     torch.manual_seed(5)
-    got = executor.host_draw(torch, op, mine, kwargs, torch.device("cpu"))
+    got = host_rng.host_draw(torch, op, mine, kwargs, torch.device("cpu"))
     assert torch.equal(after, torch.rand(3))
     pairs = zip(expected, got, strict=True) if isinstance(expected, tuple) else [(expected, got)]
     for e, g in pairs:
@@ -371,9 +373,9 @@ def check_tf32_and_copies(fake_cuda, monkeypatch):
     flags: list[tuple[bool, bool]] = []
     copies: list[tuple[str, str, int]] = []
     run_group, copy_in, offload = (
-        executor._Runtime.run_group,
-        executor._Runtime._copy_in,
-        executor._Runtime.offload,
+        aten_runtime.AtenRuntime.run_group,
+        aten_runtime.AtenRuntime._copy_in,
+        aten_runtime.AtenRuntime.offload,
     )
 
     def running(self, gid, device, sources):
@@ -388,9 +390,9 @@ def check_tf32_and_copies(fake_cuda, monkeypatch):
 
         return copying
 
-    monkeypatch.setattr(executor._Runtime, "run_group", running)
-    monkeypatch.setattr(executor._Runtime, "_copy_in", timed(copy_in))
-    monkeypatch.setattr(executor._Runtime, "offload", timed(offload))
+    monkeypatch.setattr(aten_runtime.AtenRuntime, "run_group", running)
+    monkeypatch.setattr(aten_runtime.AtenRuntime, "_copy_in", timed(copy_in))
+    monkeypatch.setattr(aten_runtime.AtenRuntime, "offload", timed(offload))
     plan, graph, result = scheduled("attention", "greedy", 0.6)
     transfers = result.timeline.transfers
     runtime, _, _, _ = run_fake(

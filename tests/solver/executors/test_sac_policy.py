@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_executor import scheduled  # noqa: E402
+from test_aten_runtime import scheduled  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.checkpoint import (  # noqa: E402
     checkpoint,
@@ -19,14 +19,14 @@ from torch.utils.checkpoint import (  # noqa: E402
 )
 
 from solver.errors import XEngineError  # noqa: E402
-from solver.importers.aten_capture import loss_of  # noqa: E402
-from solver.importers.sac_policy import (  # noqa: E402
+from solver.executors.sac_policy import (  # noqa: E402
     forward_ops,
     policy_source,
     random_positions,
     recomputed_nodes,
     write_policy,
 )
+from solver.importers.aten_capture import loss_of  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE  # noqa: E402
 
 SHAPES = {"encoder": (2, 32, 64), "attention": (2, 32, 256)}
@@ -99,3 +99,33 @@ def test_sac_policy_refuses_a_two_device_schedule():
     plan, graph, result = scheduled("encoder", "greedy")
     with pytest.raises(XEngineError, match="the schedule runs on 2 devices"):
         policy_source(plan, graph, result.schedule)
+
+
+def test_a_lean_policy_also_recomputes_only_free_unread_ops_and_keeps_the_gradients(tmp_path):
+    """``lean`` adds the FLOP-free forward ops whose outputs no backward op reads (SAC would
+    cache them for the whole backward): none costs a FLOP, none is random, and the step's
+    gradients are still torch's."""
+    from solver.executors.sac_policy import unread_free_positions
+    from solver.importers.aten_groups import op_flops
+
+    plan, graph, result = scheduled("encoder", "chen-greedy:gpu")
+    (tmp_path / "lean.py").write_text(policy_source(plan, graph, result.schedule, lean=True))
+    write_policy(tmp_path / "plain.py", plan, graph, result.schedule)
+    lean, plain = load(tmp_path / "lean.py"), load(tmp_path / "plain.py")
+    extra = lean.RECOMPUTE - plain.RECOMPUTE
+    assert extra and plain.RECOMPUTE <= lean.RECOMPUTE
+    assert extra <= unread_free_positions(plan) and not extra & random_positions(plan)
+    nodes = [n for n in plan.capture.gm.graph.nodes if n.op == "call_function"]
+    by_name = {str(n.target): n for n in nodes}
+    assert all(op_flops(by_name[lean.OPS[i]]) == 0 for i in extra)
+    torch.manual_seed(0)
+    plain_model = COMPOSITE["encoder"][0]().train()
+    checkpointed = copy.deepcopy(plain_model)
+    x = torch.randn(SHAPES["encoder"])
+    torch.manual_seed(1)
+    loss_of(plain_model(x)).backward()
+    torch.manual_seed(1)
+    out = checkpoint(checkpointed, x, use_reentrant=False, context_fn=lean.context_fn)
+    loss_of(out).backward()
+    for a, b in zip(plain_model.parameters(), checkpointed.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad)

@@ -1,6 +1,6 @@
 """The torch.fx executor's GPU path, without a GPU.
 
-As for the ATen executor (test_executor_devices.py), the step runs under ``FakeTensorMode``
+As for the ATen runtime (test_aten_runtime_devices.py), the step runs under ``FakeTensorMode``
 (shapes, dtypes and devices, no data): an op that mixes two torch devices raises, so a
 heterogeneous schedule checks every placement the executor makes: parameters and the batch per
 device, copies between devices, the loss, gradients handed across devices, recomputation,
@@ -41,13 +41,13 @@ torch = pytest.importorskip("torch")
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 from solver.execution.simulate import check_schedule, effective_graph  # noqa: E402
-from solver.importers import executor, fx_executor  # noqa: E402
-from solver.importers.executor import ExecutionError  # noqa: E402
-from solver.importers.fx_executor import (  # noqa: E402
+from solver.executors import fx_runtime, harness, host_rng, saved_tensors  # noqa: E402
+from solver.executors.fx_runtime import (  # noqa: E402
     execute_fx_schedule,
     plan_fx,
     run_fx_schedule,
 )
+from solver.executors.harness import ExecutorError  # noqa: E402
 from solver.importers.zoo_models import TransformerBlock  # noqa: E402
 from solver.optimize.baselines import schedule_with_checkpoints  # noqa: E402
 
@@ -95,7 +95,7 @@ CASES = {
         {"mul", "ff1", "add"},
     ),
 }
-VALUED = ("_mask_scale", "_derived_match")  # the executor's decisions that read values
+VALUED = ("mask_scale", "derived_match")  # the executor's decisions that read values
 
 
 @functools.cache
@@ -125,7 +125,9 @@ def run_real(model, graph, sched, monkeypatch):
     answers: dict[str, list] = {name: [] for name in VALUED}
     with monkeypatch.context() as patch:
         for name in VALUED:
-            patch.setattr(fx_executor, name, _recording(getattr(fx_executor, name), answers[name]))
+            patch.setattr(
+                saved_tensors, name, _recording(getattr(saved_tensors, name), answers[name])
+            )
         report = execute_fx_schedule(plan(model), graph, sched, {"gpu": "cpu"})
     return report, answers
 
@@ -146,7 +148,7 @@ def run_fake(model, graph, sched, monkeypatch, fake_cuda, answers):
     timeline = check_schedule(effective_graph(graph, sched), sched)
     mapping = {"gpu": STAND_IN, "cpu": torch.device("cpu")}
     seen: dict[str, set[str]] = {name: set() for name in mapping}
-    measure = fx_executor._FxRuntime._measure
+    measure = fx_runtime.FxRuntime.measure
 
     def checked(self, device, extra=()):
         tensors = [t for held in self.store[device].values() for t in held.values()]
@@ -156,7 +158,7 @@ def run_fake(model, graph, sched, monkeypatch, fake_cuda, answers):
         measure(self, device, extra)
 
     syncs: list[tuple[str, str, int]] = []
-    run_group = fx_executor._FxRuntime.run_group
+    run_group = fx_runtime.FxRuntime.run_group
 
     def counted(self, gid, device, sources):
         before = len(fake_cuda)
@@ -164,26 +166,29 @@ def run_fake(model, graph, sched, monkeypatch, fake_cuda, answers):
         syncs.append((gid, device, fake_cuda[before:].count(("sync", str(CUDA)))))
         return ms
 
+    real_clock = harness.clock
+
     def clock(torch, target):
-        return executor.clock(torch, CUDA if target == STAND_IN else target)
+        return real_clock(torch, CUDA if target == STAND_IN else target)
 
     drops: list[tuple[str, float, bool]] = []
-    host_dropout = fx_executor._host_dropout
+    host_dropout = host_rng.host_dropout
 
     def recorded(torch, tensor, p, training, inplace):
         drops.append((str(tensor.device), p, inplace))
         return host_dropout(torch, tensor, p, training, inplace)
 
-    monkeypatch.setattr(fx_executor, "_host_dropout", recorded)
-    monkeypatch.setattr(fx_executor._FxRuntime, "_measure", checked)
-    monkeypatch.setattr(fx_executor._FxRuntime, "run_group", counted)
-    monkeypatch.setattr(fx_executor, "clock", clock)
+    monkeypatch.setattr(host_rng, "host_dropout", recorded)
+    monkeypatch.setattr(fx_runtime.FxRuntime, "measure", checked)
+    monkeypatch.setattr(fx_runtime.FxRuntime, "run_group", counted)
+    monkeypatch.setattr(fx_runtime, "clock", clock)
+    monkeypatch.setattr(harness, "clock", clock)
     replays = {name: iter(answers[name]) for name in VALUED}
     for name, replay in replays.items():
-        monkeypatch.setattr(fx_executor, name, lambda *args, replay=replay: next(replay))
+        monkeypatch.setattr(saved_tensors, name, lambda *args, replay=replay: next(replay))
     fx = plan(model)
     with FakeTensorMode():
-        module, x = fx_executor._build(torch, fx, 0)
+        module, x = fx_runtime.build(torch, fx, 0)
         runtime, op_ms = run_fx_schedule(
             torch, fx, sched, timeline, effective_graph(graph, sched), mapping, module, x
         )
@@ -272,10 +277,10 @@ def test_the_gpu_gets_its_own_copy_of_the_model_and_the_batch_as_fixed_memory(
         during.append((backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32))
         return []
 
-    monkeypatch.setattr(fx_executor, "walk_schedule", walk)
+    monkeypatch.setattr(harness, "walk_schedule", walk)
     mapping = {"gpu": CUDA, "cpu": torch.device("cpu")}
     with FakeTensorMode():
-        model, x = fx_executor._build(torch, plan(), 0)
+        model, x = fx_runtime.build(torch, plan(), 0)
         runtime, op_ms = run_fx_schedule(torch, plan(), sched, timeline, sized, mapping, model, x)
     assert fake_cuda == [("reset", "cuda:0")]
     # full float32 while the step runs (TF32 convolutions miss the reference by ~1e-3)
@@ -291,14 +296,14 @@ def test_the_gpu_gets_its_own_copy_of_the_model_and_the_batch_as_fixed_memory(
         assert runtime.param_names[id(p)] == name
     assert {str(t.device) for t in runtime.inputs.values()} == {"cpu", "cuda:0"}
     held = [*on_cpu.values(), *on_gpu.values(), *runtime.inputs.values()]
-    assert {fx_executor._storage_id(t) for t in held} <= runtime.fixed
+    assert {harness.storage_id(t) for t in held} <= runtime.fixed
 
 
 def test_a_backward_split_from_its_forward_across_torch_devices_is_refused_in_one_line(fake_cuda):
     """fc3 runs (and is recomputed) on the GPU, its backward on the CPU: autograd's graph of
     fc3 holds the GPU's weights. Refused before anything runs; with ``gpu=cpu`` it runs."""
     graph, sched = schedule(backward_of_fc3="cpu")
-    with pytest.raises(ExecutionError) as error:
+    with pytest.raises(ExecutorError) as error:
         execute_fx_schedule(plan(), graph, sched, {"gpu": "cuda:0", "cpu": "cpu"})
     assert str(error.value) == (
         "fc3.grad runs on cpu (cpu), but fc3 was last computed on gpu (cuda:0): the torch.fx "
@@ -324,7 +329,7 @@ def test_dropout_off_the_cpu_draws_the_cpu_kernels_mask():
                 torch.manual_seed(3)
                 ya, after_a = dropout(a * 1, p, True, inplace), torch.rand(4)
                 torch.manual_seed(3)
-                yb = fx_executor._host_dropout(torch, b * 1, p, True, inplace)
+                yb = host_rng.host_dropout(torch, b * 1, p, True, inplace)
                 assert torch.equal(ya, yb) and torch.equal(after_a, torch.rand(4))
                 (ga,) = torch.autograd.grad((ya * x).sum(), a)
                 (gb,) = torch.autograd.grad((yb * x).sum(), b)
@@ -337,7 +342,7 @@ def test_a_step_whose_dropouts_all_draw_on_the_host_matches_torch(monkeypatch):
     ``loss.backward()``; each device holds what the CPU kernel's step holds."""
     graph, sched = schedule()
     kernel = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
-    monkeypatch.setattr(fx_executor, "_dropout", fx_executor._host_dropout)
+    monkeypatch.setattr(fx_runtime, "dropout", host_rng.host_dropout)
     host = execute_fx_schedule(plan(), graph, sched, {"gpu": "cpu"})
     assert host.gradients_match and kernel.gradients_match
     assert host.measured_peak == kernel.measured_peak

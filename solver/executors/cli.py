@@ -5,11 +5,11 @@
 the level and the importer; or a model spec ``module:Class`` with ``--input SHAPE`` (and
 ``--capture fx`` for the torch.fx import, or a ``--graph`` that says so). The model is imported
 again the same way, the schedule is checked to belong to that import, one training step runs by
-the schedule (:mod:`solver.importers.executor` for ATen imports,
-:mod:`solver.importers.fx_executor` for torch.fx ones) and measured beside predicted time and
+the schedule (:mod:`solver.executors.aten_runtime` for ATen imports,
+:mod:`solver.executors.fx_runtime` for torch.fx ones) and measured beside predicted time and
 peak memory are printed, with whether the gradients equal a plain ``loss.backward()``.
 ``--export-policy FILE.py`` also writes the selective-checkpointing policy of a one-device
-schedule (:mod:`solver.importers.sac_policy`; ATen imports only).
+schedule (:mod:`solver.executors.sac_policy`; ATen imports only).
 
 Exit status: 0 the step ran and the gradients match; 1 they do not match; 2 bad input (the
 schedule is for another graph, a synthetic graph, an unknown device, torch missing, ...).
@@ -23,18 +23,22 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from solver.document.graph import Graph
 from solver.document.graph_io import load_graph
+from solver.document.schedule import Schedule
 from solver.document.schedule_io import load_schedule
 from solver.document.units import format_size
 from solver.errors import XEngineError
+from solver.executors.harness import StepReport
 from solver.importers.aten_capture import inputs_from_meta
-from solver.importers.cli import parse_input
-from solver.importers.hardware import DEVICES, LINKS, make_platform
+from solver.importers.cli import parse_input, print_error
+from solver.importers.hardware import DEVICES, LINKS, Platform, make_platform
 from solver.importers.usage import OneLineParser
+from solver.importers.user_code import user_code
 
-__all__ = ["execute_command", "parse_device_map"]
+__all__ = ["execute_command", "parse_device_map", "with_costs"]
 
 
 def parse_device_map(text: str) -> dict[str, str]:
@@ -109,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--export-policy", metavar="FILE.py", help="write a SAC policy")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error in the model code"
+    )
     return parser
 
 
@@ -119,9 +126,10 @@ def execute_command(argv: list[str]) -> int:
     except SystemExit as exc:
         return 0 if exc.code in (0, None) else 2
     try:
-        report, note = _run(args)
+        with user_code(args.spec, "running its training step", passing=(OSError,)):
+            report, note = _run(args)
     except XEngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(exc, args.debug)
         return 2
     except OSError as exc:
         print(
@@ -137,30 +145,39 @@ def execute_command(argv: list[str]) -> int:
     return 0 if report.gradients_match else 1
 
 
-def _run(args: argparse.Namespace):
+def _run(args: argparse.Namespace) -> tuple[StepReport, str]:
     graph, origin = _given_graph(args)
     spec, shape, level, capture = _model_of(args, graph, origin)
     platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
     if capture == "fx":
         return _run_fx(args, graph, origin, spec, shape, level, platform)
+    from solver.executors.aten_runtime import execute_schedule
     from solver.importers.aten import capture_model, graph_from_plan
     from solver.importers.aten_groups import plan_groups
-    from solver.importers.executor import execute_schedule, measure_group_times
+    from solver.importers.profiling import measure_group_times
 
     plan = plan_groups(capture_model(spec, shape), level)
     graph, schedule, note = _prepared(args, graph, graph_from_plan(plan, platform), origin, spec)
     if args.cost == "measured":
-        graph = _with_costs(graph, _cpu_mapped(args, graph), measure_group_times(plan))
+        graph = with_costs(graph, _cpu_mapped(args, graph), measure_group_times(plan))
     report = execute_schedule(plan, graph, schedule, args.device_map, seed=args.seed)
     if args.export_policy:
-        from solver.importers.sac_policy import write_policy
+        from solver.executors.sac_policy import write_policy
 
         write_policy(args.export_policy, plan, graph, schedule, label=spec)
     return report, note
 
 
-def _run_fx(args: argparse.Namespace, graph, origin: str, spec: str, shape, level, platform):
-    from solver.importers.fx_executor import execute_fx_schedule, measure_fx_times, plan_fx
+def _run_fx(
+    args: argparse.Namespace,
+    graph: Graph | None,
+    origin: str,
+    spec: str,
+    shape: Any,
+    level: str,
+    platform: Platform,
+) -> tuple[StepReport, str]:
+    from solver.executors.fx_runtime import execute_fx_schedule, measure_fx_times, plan_fx
 
     if args.export_policy:
         raise XEngineError(
@@ -171,11 +188,13 @@ def _run_fx(args: argparse.Namespace, graph, origin: str, spec: str, shape, leve
     plan = plan_fx(spec, shape, level, platform)
     graph, schedule, note = _prepared(args, graph, plan.graph, origin, spec)
     if args.cost == "measured":
-        graph = _with_costs(graph, _cpu_mapped(args, graph), measure_fx_times(plan))
+        graph = with_costs(graph, _cpu_mapped(args, graph), measure_fx_times(plan))
     return execute_fx_schedule(plan, graph, schedule, args.device_map, seed=args.seed), note
 
 
-def _prepared(args: argparse.Namespace, graph, imported: Graph, origin: str, spec: str):
+def _prepared(
+    args: argparse.Namespace, graph: Graph | None, imported: Graph, origin: str, spec: str
+) -> tuple[Graph, Schedule, str]:
     """The graph to predict with (the given one, checked against the import), the schedule,
     and a note when the schedule names another graph."""
     if graph is None:
@@ -240,7 +259,9 @@ def _given_graph(args: argparse.Namespace) -> tuple[Graph | None, str]:
     return None, ""
 
 
-def _model_of(args: argparse.Namespace, graph: Graph | None, origin: str):
+def _model_of(
+    args: argparse.Namespace, graph: Graph | None, origin: str
+) -> tuple[str, Any, str, str]:
     """Spec, input shape, level and importer: from the command line, else the graph's meta."""
     meta = graph.meta if graph is not None else {}
     by_graph = ":" not in args.spec or args.spec.endswith(".json")
@@ -271,7 +292,7 @@ def _model_of(args: argparse.Namespace, graph: Graph | None, origin: str):
     return spec, inputs[0].shape, level, capture
 
 
-def _load_schedule(path: str, graph: Graph, spec: str):
+def _load_schedule(path: str, graph: Graph, spec: str) -> Schedule:
     from solver.errors import ScheduleFormatError
 
     try:
@@ -293,7 +314,8 @@ def _first_difference(graph: Graph, imported: Graph) -> str:
     return "the edges differ" if graph.n == imported.n else "the node counts differ"
 
 
-def _with_costs(graph: Graph, devices: set[str], times: Mapping[str, float]) -> Graph:
+def with_costs(graph: Graph, devices: set[str], times: Mapping[str, float]) -> Graph:
+    """``graph`` with the node times ``times`` (ms, by node id) as the cost on ``devices``."""
     nodes = tuple(
         replace(n, cost={**n.cost, **{d: float(f"{times[n.id]:.6g}") for d in devices}})
         for n in graph.nodes
@@ -301,7 +323,7 @@ def _with_costs(graph: Graph, devices: set[str], times: Mapping[str, float]) -> 
     return replace(graph, nodes=nodes)
 
 
-def _print_report(report) -> None:
+def _print_report(report: StepReport) -> None:
     print(f"gradients match loss.backward(): {'yes' if report.gradients_match else 'NO'}")
     print(f"  max abs difference {report.max_abs_error:.3g}")
     print(f"time: measured {report.measured_ms:.3f} ms, predicted {report.predicted_ms:.3f} ms")

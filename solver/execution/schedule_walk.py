@@ -1,13 +1,15 @@
 """Walk a schedule as the simulator replays it, driving a runtime that holds real tensors.
 
-Both executors (ATen groups, :mod:`solver.importers.executor`; torch.fx layers,
-:mod:`solver.importers.fx_executor`) run a schedule the same way; only what "run node k on
-device d" means differs. The walk is the simulator's (:func:`solver.execution.simulate.simulate`):
-operations in order, each input released right where the replay frees it (``OpEvent.freed``),
-and at the end of a stage the offloading phase of docs/spec-notes.md "Offloading": first every
-device releases what it neither keeps nor sends, then the copies run (tensor in schedule order,
-then target in the graph's device order), then every device releases what it sent and does not
-keep.
+The torch runtimes (:mod:`solver.executors`: ATen groups and torch.fx layers) run a schedule
+the same way; only what "run node k on device d" means differs. The walk is the simulator's
+(:func:`solver.execution.simulate.simulate`): operations in order, each input released right
+where the replay frees it (``OpEvent.freed``), and at the end of a stage the offloading phase of
+docs/spec-notes.md "Offloading": first every device releases what it neither keeps nor sends,
+then the copies run in :func:`offload_order` (the one order the simulator charges them in too),
+then every device releases what it sent and does not keep.
+
+It lives beside the simulator, not with the runtimes, because it is the simulator's order of
+events; it needs no torch.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from typing import Any, Protocol
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule, Stage
 
-__all__ = ["StepRuntime", "walk_schedule", "end_stage", "order_of"]
+__all__ = ["StepRow", "StepRuntime", "walk_schedule", "end_stage", "offload_order", "order_of"]
+
+#: One executed operation: ``(stage, node, device, milliseconds, recompute)``.
+StepRow = tuple[int, str, str, float, bool]
 
 
 class StepRuntime(Protocol):
@@ -47,17 +52,17 @@ class StepRuntime(Protocol):
 def walk_schedule(
     runtime: StepRuntime,
     schedule: Schedule,
-    timeline,
+    timeline: Any,
     position: Mapping[str, int],
     devices: Sequence[str],
-) -> list[tuple[int, str, str, float, bool]]:
+) -> list[StepRow]:
     """Every operation of ``schedule`` in order on ``runtime``, releasing where ``timeline``
     (its replay) frees; one row ``(stage, node, device, ms, recompute)`` each.
 
     ``position`` maps node ids to the schedule order and ``devices`` lists the graph's devices
     in order (:func:`order_of`): they order the offloading copies as the simulator does.
     """
-    op_ms = []
+    op_ms: list[StepRow] = []
     for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
         runtime.freed_after = frozenset(event.freed)  # a hint: what dies after this op
         ms = runtime.run_group(op.node, op.device, op.inputs)
@@ -80,13 +85,28 @@ def end_stage(
     """Release what the stage does not keep, running its offloading copies in the simulator's
     order (``position``: node id -> schedule order; ``devices`` in the graph's order); a copy's
     source is held until the copy."""
-    order = {name: j for j, name in enumerate(devices)}
-    copies = sorted(stage.offload_copies(), key=lambda c: (position[c[0]], order[c[2]]))
+    copies = offload_order(stage.offload_copies(), position, devices)
     sent = {(source, gid) for gid, source, _ in copies}
     _release_all(runtime, stage, sent)
     for gid, source, target in copies:
         runtime.offload(gid, source, target)
     _release_all(runtime, stage, set())
+
+
+def offload_order(
+    copies: Sequence[tuple[str, str, str]], position: Mapping[str, int], devices: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    """The order in which a stage's offloading copies ``(tensor, source, target)`` run: by
+    tensor in schedule order (``position``), then by target in the graph's device order.
+
+    Examples
+    --------
+    >>> offload_order([("b", "gpu", "cpu"), ("a", "cpu", "gpu"), ("a", "cpu", "ssd")],
+    ...               {"a": 0, "b": 1}, ["cpu", "ssd", "gpu"])
+    [('a', 'cpu', 'ssd'), ('a', 'cpu', 'gpu'), ('b', 'gpu', 'cpu')]
+    """
+    order = {name: j for j, name in enumerate(devices)}
+    return sorted(copies, key=lambda c: (position[c[0]], order[c[2]]))
 
 
 def _release_all(runtime: StepRuntime, stage: Stage, sent: set[tuple[str, str]]) -> None:

@@ -4,7 +4,7 @@ A graph imported from PyTorch carries its model in ``meta``: ``source`` (``modul
 ``input_shape``, ``level`` and ``importer``. :func:`execute_graph` imports the model again the
 same way (ATen joint graph, or torch.fx for the zoo's bundled networks), refuses a graph that
 is no longer that import (edited, or imported differently), and runs the schedule
-(:mod:`solver.importers.executor` or :mod:`solver.importers.fx_executor`).
+(:mod:`solver.executors.aten_runtime` or :mod:`solver.executors.fx_runtime`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
 from solver.errors import XEngineError
-from solver.importers.executor import ExecutionReport
+from solver.executors.harness import StepReport
 
 __all__ = ["MODEL_KEYS", "executable_reason", "execute_graph", "is_fx_import"]
 
@@ -40,7 +40,7 @@ def executable_reason(graph: Graph) -> str:
 
 def execute_graph(
     graph: Graph, schedule: Schedule, device_map: Mapping[str, str], *, seed: int = 0
-) -> ExecutionReport:
+) -> StepReport:
     """Import ``graph``'s model again and run ``schedule`` on it.
 
     Raises
@@ -57,15 +57,15 @@ def execute_graph(
     source, shape = str(meta["source"]), tuple(meta["input_shape"])
     level = str(meta.get("level", "layer"))
     if is_fx_import(graph):
-        from solver.importers.fx_executor import execute_fx_schedule, plan_fx
+        from solver.executors.fx_runtime import execute_fx_schedule, plan_fx
 
         fx = plan_fx(source, shape, level)
         _check(structure_hash(fx.graph), structure_hash(graph), graph, source)
         return execute_fx_schedule(fx, graph, schedule, device_map, seed=seed)
+    from solver.executors.aten_runtime import execute_schedule
     from solver.importers.aten import capture_model, graph_from_plan
     from solver.importers.aten_capture import inputs_from_meta
     from solver.importers.aten_groups import plan_groups
-    from solver.importers.executor import execute_schedule
     from solver.importers.hardware import make_platform
 
     plan = plan_groups(capture_model(source, inputs_from_meta(meta)), level)

@@ -1,0 +1,394 @@
+"""Side by side with PyTorch's own answer: the min-cut partitioner under a memory budget.
+
+PyTorch's ``torch._functorch.config.activation_memory_budget`` (0 to 1) makes the partitioner of
+``torch.compile`` save fewer activations and recompute the rest, choosing by a knapsack over
+the saved tensors; the ``aot_eager_decomp_partition`` backend runs that partitioner without a
+compiler, so the step is the same ATen ops, eagerly, on this CPU. Ours: a one-device schedule
+(``checkmate:cpu``, the MILP) of the same model's imported graph at a sweep of peak budgets, applied
+in PyTorch by its selective-checkpointing policy (``torch.utils.checkpoint`` with the policy
+``solver.executors.sac_policy`` writes). Both are measured on the same step, not predicted:
+
+* **saved**: bytes of the distinct storages held for the backward when the forward ends, the
+  parameters, buffers and inputs left out. torch: every tensor the compiled function saves
+  (saved-tensor hooks); ours: every tensor the checkpoint's cache holds (the outputs of the ops
+  the policy saves), as SAC keeps nothing else;
+* **recompute GFLOP**: FlopCounterMode's FLOPs of the whole step minus those of a plain eager
+  step (matmuls and convolutions: pointwise ops count 0 there; torch's counted inside its
+  compiled graphs, see ``_counted_partition``);
+* **step ms**: median thread CPU time of the step (one torch thread), and its excess over the
+  plain eager step.
+
+A point of one front *dominates* a point of the other when it saves no more bytes and
+recomputes no more FLOPs (one of them strictly less). For each model the bench prints both
+fronts, whether ours dominates torch's (no torch point that saves fewer bytes for less
+recompute than some point of ours can match), writes ``bench/vs_torch-MODEL.png`` (both
+fronts: saved MiB against recompute GFLOP and against step ms), and ``--markdown`` prints the
+table of bench/README.md. Needs torch, and torchvision / transformers for their models.
+
+    .venv/bin/python bench/vs_torch.py [--models resnet18 gpt2 ...] [--time-limit 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+import solver  # noqa: E402
+from solver.errors import XEngineError  # noqa: E402
+from solver.importers.aten_capture import example_inputs, loss_of  # noqa: E402
+from solver.importers.corpus import CORPUS  # noqa: E402
+from solver.optimize.bounds import lower_bound, no_remat_peak  # noqa: E402
+
+DEFAULT_MODELS = ("resnet18", "mobilenet_v2", "vgg11_bn", "gpt2", "bert", "vit")
+TORCH_BUDGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""torch's activation_memory_budget values. Ours are the same fractions of the way from the
+least memory any schedule needs (the largest node's working set, ``lower_bound``) to the
+no-rematerialization peak, and 0 (that least memory): our budget bounds the step's peak, inputs
+and gradients of the running node included, not only what is saved."""
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured step: who chose it, at which budget, and what it saved and recomputed."""
+
+    who: str
+    budget: float
+    saved: int
+    flops: int
+    ms: float
+
+    def dominates(self, other: Point, base_flops: int) -> bool:
+        a, b = (self.saved, self.flops - base_flops), (other.saved, other.flops - base_flops)
+        return a[0] <= b[0] and a[1] <= b[1] and a != b
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS), choices=CORPUS)
+    parser.add_argument("--time-limit", type=float, default=20.0, help="per solve, seconds")
+    parser.add_argument("--repeats", type=int, default=5, help="timed steps per point")
+    parser.add_argument(
+        "--budgets",
+        nargs="+",
+        type=float,
+        default=list(TORCH_BUDGETS),
+        help="torch's activation_memory_budget values, and ours as fractions",
+    )
+    parser.add_argument(
+        "--level",
+        choices=("layer", "op"),
+        default="layer",
+        help="our import's level (op: pointwise ops are nodes of their own)",
+    )
+    parser.add_argument("--markdown", action="store_true", help="print bench/README.md's table")
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    rows = []
+    for name in args.models:
+        rows.append(compare(name, args))
+    print()
+    print(table(rows) if args.markdown else "\n".join(summary_line(r) for r in rows))
+    return 0
+
+
+def compare(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    spec = CORPUS[name]
+    torch.manual_seed(0)
+    model = spec.factory()
+    model.train()
+    xs = example_inputs(torch, spec.inputs)
+    fixed = {_sid(t) for t in (*model.parameters(), *model.buffers(), *xs)}
+    eager = Point("eager", 1.0, _saved_by_hooks(model, xs, fixed), *_flops_and_ms(model, xs, args))
+    print(
+        f"{name}: eager step saves {_mib(eager.saved)}, {eager.flops / 1e9:.3f} GFLOP, "
+        f"{eager.ms:.1f} ms",
+        flush=True,
+    )
+    theirs = [_torch_point(model, xs, fixed, b, args) for b in args.budgets]
+    for p in theirs:
+        print(
+            f"  torch {p.budget:.1f}: saves {_mib(p.saved)}, +{_gf(p, eager)} GFLOP, {p.ms:.1f} ms",
+            flush=True,
+        )
+    ours, failed = _our_points(name, model, xs, fixed, args, eager)
+    fronts = {"torch": _front(theirs, eager.flops), "ours": _front(ours, eager.flops)}
+    beaten = [
+        t
+        for t in fronts["torch"]
+        if not any(o.dominates(t, eager.flops) or _same(o, t) for o in ours)
+    ]
+    better = [t for t in fronts["torch"] if any(t.dominates(o, eager.flops) for o in ours)]
+    if not args.no_plot:
+        _plot(name, theirs, ours, eager)
+    return {
+        "name": name,
+        "eager": eager,
+        "torch": theirs,
+        "ours": ours,
+        "failed": failed,
+        "fronts": fronts,
+        "unmatched": beaten,
+        "torch_better": better,
+    }
+
+
+# ----- torch's partitioner -----------------------------------------------------------------
+def _torch_point(model, xs, fixed, budget: float, args) -> Point:
+    import torch._functorch.config as functorch_config
+
+    torch._dynamo.reset()
+    functorch_config.activation_memory_budget = budget
+    compiled = torch.compile(model, backend=_counted_partition)
+    loss_of(compiled(*xs)).backward()  # compile
+    saved = _saved_by_hooks(compiled, xs, fixed)
+    _COUNTED[:] = [True, 0]
+    loss_of(compiled(*xs)).backward()
+    flops = _COUNTED[1]
+    _COUNTED[:] = [False, 0]
+    _, ms = _flops_and_ms(compiled, xs, args)
+    return Point("torch", budget, saved, flops, ms)
+
+
+#: [counting?, FLOPs so far] of the compiled graphs (forward and backward) of the step.
+_COUNTED: list[Any] = [False, 0]
+
+
+def _counted_partition(gm, fake_inputs, **kwargs):
+    """``aot_eager_decomp_partition`` (the same decompositions and min-cut partitioner, the
+    graphs run eagerly) whose graphs count their FLOPs while ``_COUNTED[0]`` is set: under a
+    FlopCounterMode entered around a compiled call, dynamo runs the model eagerly instead, and
+    a count of that is the eager step's, whatever the partitioner recomputes."""
+    import torch._functorch.config as functorch_config
+    from functorch.compile import min_cut_rematerialization_partition
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.compile_fx import select_decomp_table
+
+    def compiler(graph, example_inputs):
+        def run(args):
+            if not _COUNTED[0]:
+                return graph(*args)
+            with FlopCounterMode(display=False) as counter:
+                out = graph(*args)
+            _COUNTED[1] += counter.get_total_flops()
+            return out
+
+        run._boxed_call = True  # type: ignore[attr-defined]
+        return run
+
+    with functorch_config.patch({"unlift_effect_tokens": True}):
+        return aot_autograd(
+            fw_compiler=compiler,
+            bw_compiler=compiler,
+            decompositions=select_decomp_table(),
+            partition_fn=min_cut_rematerialization_partition,
+        )(gm, fake_inputs)
+
+
+def _saved_by_hooks(fn, xs, fixed: set[int]) -> int:
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        if _sid(t) not in fixed:
+            seen[_sid(t)] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(*xs)
+    loss_of(out).backward()
+    return sum(seen.values())
+
+
+# ----- ours --------------------------------------------------------------------------------
+def _our_points(name, model, xs, fixed, args, eager) -> tuple[list[Point], list[str]]:
+    started = time.perf_counter()
+    imported = solver.import_model(model, tuple(xs), level=args.level)
+    print(f"  imported {imported.graph.n} nodes in {time.perf_counter() - started:.1f} s")
+    graph = imported.graph
+    low, high = lower_bound(graph, "cpu"), no_remat_peak(graph)
+    fixed_memory = graph.device("cpu").fixed_memory
+    points, failed = [], []
+    for budget in (0.0, *args.budgets):
+        limit = fixed_memory + int(low + budget * (high - low))
+        try:
+            plan = imported.solve(
+                gpu=None, cpu=limit, method="checkmate:cpu", time_limit=args.time_limit
+            )
+            context = plan.context_fn(lean=True)
+        except XEngineError as exc:
+            failed.append(f"{budget:.1f}: {str(exc)[:120]}")
+            print(f"  ours {budget:.1f}: {str(exc)[:150]}", flush=True)
+            continue
+        caches: list[Any] = []
+
+        def recording(context=context, caches=caches):
+            pair = context()
+            caches.append(pair[0])
+            return pair
+
+        def step(*inputs, recording=recording):
+            return checkpoint(model, *inputs, use_reentrant=False, context_fn=recording)
+
+        try:
+            saved = _saved_by_cache(step, xs, fixed, caches)
+            point = Point("ours", budget, saved, *_flops_and_ms(step, xs, args))
+        except RuntimeError as exc:  # the policy met other ops than the capture recorded
+            failed.append(f"{budget:.1f}: {str(exc)[:160]}")
+            print(f"  ours {budget:.1f}: {str(exc)[:160]}", flush=True)
+            continue
+        points.append(point)
+        print(
+            f"  ours {budget:.1f}: saves {_mib(point.saved)}, +{_gf(point, eager)} GFLOP, "
+            f"{point.ms:.1f} ms ({plan.result.status.value}, "
+            f"{plan.timeline.recomputations} recomputations)",
+            flush=True,
+        )
+    return points, failed
+
+
+def _saved_by_cache(step, xs, fixed: set[int], caches: list) -> int:
+    caches.clear()
+    out = step(*xs)
+    seen: dict[int, int] = {}
+    for entries in caches[-1].storage.values():
+        for wrapped in entries.values():
+            for t in _tensors(getattr(wrapped, "val", wrapped)):
+                if _sid(t) not in fixed:
+                    seen[_sid(t)] = t.untyped_storage().nbytes()
+    loss_of(out).backward()
+    return sum(seen.values())
+
+
+# ----- measuring ---------------------------------------------------------------------------
+def _flops_and_ms(fn, xs, args) -> tuple[int, float]:
+    with FlopCounterMode(display=False) as counter:
+        loss_of(fn(*xs)).backward()
+    samples = []
+    for _ in range(max(args.repeats, 1)):
+        start = time.thread_time_ns()
+        loss_of(fn(*xs)).backward()
+        samples.append((time.thread_time_ns() - start) / 1e6)
+    return int(counter.get_total_flops()), statistics.median(samples)
+
+
+def _tensors(value) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _sid(t) -> int:
+    return int(t.untyped_storage()._cdata)
+
+
+def _front(points: list[Point], base: int) -> list[Point]:
+    return sorted(
+        (p for p in points if not any(q.dominates(p, base) for q in points)),
+        key=lambda p: (p.saved, p.flops),
+    )
+
+
+def _same(a: Point, b: Point) -> bool:
+    return a.saved == b.saved and a.flops == b.flops
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def _gf(p: Point, eager: Point) -> str:
+    return f"{(p.flops - eager.flops) / 1e9:.3f}"
+
+
+# ----- output ------------------------------------------------------------------------------
+def summary_line(row: dict[str, Any]) -> str:
+    if not row["ours"]:
+        return f"{row['name']}: no point of ours ({len(row['failed'])} budget(s) failed)"
+    verdict = (
+        "ours dominates"
+        if not row["torch_better"]
+        else (
+            f"torch better at {len(row['torch_better'])} point(s): "
+            + ", ".join(f"{p.budget:.1f}" for p in row["torch_better"])
+        )
+    )
+    return f"{row['name']}: {verdict}; ours failed at {len(row['failed'])} budget(s)"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| model | who | budget | saved MiB | recompute GFLOP | step ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        eager = row["eager"]
+        lines.append(
+            f"| {row['name']} | eager | - | {eager.saved / 2**20:.2f} | 0 | {eager.ms:.1f} |"
+        )
+        for p in [*row["torch"], *row["ours"]]:
+            lines.append(
+                f"| {row['name']} | {p.who} | {p.budget:.1f} | {p.saved / 2**20:.2f} | "
+                f"{(p.flops - eager.flops) / 1e9:.3f} | {p.ms:.1f} |"
+            )
+    lines.append("")
+    lines += [f"- {summary_line(row)}" for row in rows]
+    return "\n".join(lines)
+
+
+def _plot(name: str, theirs: list[Point], ours: list[Point], eager: Point) -> None:
+    """Both fronts in one PNG, written by pyqtgraph offscreen (no new dependency)."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import pyqtgraph as pg
+    import pyqtgraph.exporters
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    window = pg.GraphicsLayoutWidget(size=(1100, 450))
+    window.setBackground("w")
+    for column, (what, value) in enumerate(
+        (("recompute GFLOP", lambda p: (p.flops - eager.flops) / 1e9), ("step ms", lambda p: p.ms))
+    ):
+        plot = window.addPlot(row=0, col=column, title=f"{name}: saved MiB vs {what}")
+        plot.addLegend()
+        plot.setLabel("bottom", "saved for the backward (MiB)")
+        plot.setLabel("left", what)
+        for points, colour, label in (
+            (theirs, "#d62728", "torch partitioner"),
+            (ours, "#1f77b4", "ours (checkmate:cpu)"),
+        ):
+            pts = sorted(points, key=lambda p: p.saved)
+            plot.plot(
+                [p.saved / 2**20 for p in pts],
+                [value(p) for p in pts],
+                pen=pg.mkPen(colour, width=2),
+                symbol="o",
+                symbolBrush=colour,
+                name=label,
+            )
+    with contextlib.suppress(Exception):
+        app.processEvents()
+    exporter = pyqtgraph.exporters.ImageExporter(window.scene())
+    exporter.parameters()["width"] = 1100
+    exporter.export(str(HERE / f"vs_torch-{name}.png"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
