@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSignalBlocker, Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -33,7 +33,7 @@ from app.document import Document
 from app.panels.live_range import time_range, value_range
 from app.project import SolverSettings
 from app.solving import SolveController, format_objective
-from app.theme import colors_for
+from app.theme import FollowsTheme, colors_for
 from app.views.gantt_text import is_offloading
 from app.views.plotting import opaque_grid
 from app.workers import SolveRequest
@@ -75,7 +75,7 @@ def status_text(result: SolveResult) -> str:
     return " \u00b7 ".join(parts)
 
 
-class SolverPanel(QWidget):
+class SolverPanel(FollowsTheme, QWidget):
     """See module docstring."""
 
     def __init__(
@@ -196,10 +196,8 @@ class SolverPanel(QWidget):
             "&nbsp;bound (nothing faster exists)"
         )
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle_legend()
+    def on_theme_changed(self) -> None:
+        self._restyle_legend()
 
     def clear_progress(self) -> None:
         """Empty the live plot and the log (a new solve, or a different graph)."""

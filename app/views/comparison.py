@@ -14,7 +14,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.tasks import CurrentTask
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.plotting import configure_plot, install_export_action
 from app.widgets import count_bar
 from app.workers import ProcessWorker
@@ -82,7 +82,7 @@ def method_label(method: str, graph: Graph | None = None) -> str:
     return f"{_NAMES.get(name, name)} · {device} only" if device else _NAMES.get(name, name)
 
 
-class ComparisonView(QWidget):
+class ComparisonView(FollowsTheme, QWidget):
     """Table and bar chart of :func:`solver.optimize.methods.compare` for the document's graph.
 
     Listens to ``graph_changed`` and ``memory_limits_changed`` (results become stale and a running
@@ -209,12 +209,10 @@ class ComparisonView(QWidget):
         layout.addLayout(controls)
         layout.addWidget(splitter, 1)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            style_plot(self._chart, colors_for(self))
-            self._table.clearContents()  # muted rows take the new theme's colour
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        style_plot(self._chart, colors_for(self))
+        self._table.clearContents()  # muted rows take the new theme's colour
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_run_clicked(self) -> None:

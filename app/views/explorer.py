@@ -12,7 +12,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSignalBlocker, Signal
+from PySide6.QtCore import QSignalBlocker, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -27,7 +27,7 @@ from app.commands import SetMemoryLimitCommand
 from app.document import Document
 from app.store_lookup import SweepRunner
 from app.tasks import CurrentTask
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
 from app.widgets import count_bar
 from solver.document.graph import Graph
@@ -61,7 +61,7 @@ def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:
     return sorted(fractions, reverse=True)
 
 
-class ExplorerView(QWidget):
+class ExplorerView(FollowsTheme, QWidget):
     """Time versus one device's budget, for XEngine and for the best single device.
 
     Listens to ``graph_changed`` (devices and stale points), ``memory_limits_changed`` (the current
@@ -216,11 +216,9 @@ class ExplorerView(QWidget):
         layout.addWidget(self._legend)
         layout.addWidget(self._chart, 1)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            style_plot(self._chart, colors_for(self))
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        style_plot(self._chart, colors_for(self))
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_run_clicked(self) -> None:

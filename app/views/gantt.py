@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
 from app.views.gantt_geometry import flow_segments
@@ -73,7 +73,7 @@ _FLOWS_UP_TO = 2000
 """Flow arrows for every transfer up to this many; beyond, only the selected node's."""
 
 
-class GanttView(QWidget):
+class GanttView(FollowsTheme, QWidget):
     """Operations and transfers over time, one lane per device and per device link.
 
     Listens to ``graph_changed``, ``result_changed``, ``selection_changed``, ``cursor_changed``.
@@ -369,11 +369,9 @@ class GanttView(QWidget):
         self._legend.setText(legend_html(colors_for(self), offload))
         self._legend.setMinimumWidth(self._legend.sizeHint().width() + 12)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle()
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        self._restyle()
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:

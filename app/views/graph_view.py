@@ -18,7 +18,7 @@ import html
 import logging
 import math
 
-from PySide6.QtCore import QEvent, QPointF, QSignalBlocker, Qt
+from PySide6.QtCore import QPointF, QSignalBlocker, Qt
 from PySide6.QtGui import QAction, QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QGraphicsScene,
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from app.commands import AddNodeCommand, ConnectCommand, DeleteCommand
 from app.document import Document
-from app.theme import colors_for
+from app.theme import FollowsTheme, colors_for
 from app.views.graph_blocks import block_of, collapse
 from app.views.graph_canvas import GraphCanvas
 from app.views.graph_items import (
@@ -102,7 +102,7 @@ def _residency_from_curves(document: Document) -> dict[str, dict[str, str]]:
     return residency
 
 
-class GraphView(QWidget):
+class GraphView(FollowsTheme, QWidget):
     """The graph drawing with a toolbar (fit, zoom, fold), over a :class:`GraphCanvas`."""
 
     def __init__(self, document: Document, parent: QWidget | None = None):
@@ -430,7 +430,5 @@ class GraphView(QWidget):
             )
         )
 
-    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._rebuild(fit=False)
+    def on_theme_changed(self) -> None:
+        self._rebuild(fit=False)

@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QCursor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
 from app.views.measured import MeasuredRun
@@ -72,7 +72,7 @@ class _DevicePlot:
         self.unit = "B"
 
 
-class MemoryView(QWidget):
+class MemoryView(FollowsTheme, QWidget):
     """Per-device memory in use, budget line, peak marker, and the selected tensor's share.
 
     Listens to ``graph_changed``, ``memory_limits_changed``, ``result_changed``,
@@ -286,11 +286,9 @@ class MemoryView(QWidget):
             item.measured.setPen(colors.pen(colors.foreground, 1.5, dashed=True))
             item.measured.label.setColor(colors.foreground)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle()
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        self._restyle()
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.icons import media_icon
-from app.theme import colors_for
+from app.theme import FollowsTheme, colors_for
 from app.views.binding import binding_constraints
 from app.views.plotting import has_replay
 from solver.document.units import format_ms, format_size
@@ -45,7 +45,7 @@ _OWNS_SPACE = (QAbstractButton, QLineEdit, QTextEdit, QPlainTextEdit, QAbstractS
 """Widgets for which Space means something (press a button, type a space, open a list)."""
 
 
-class StepperPanel(QWidget):
+class StepperPanel(FollowsTheme, QWidget):
     """First / previous / play / next / last buttons, a slider over operations, the explanation.
 
     Listens to ``result_changed`` and ``cursor_changed``; writes only ``document.set_cursor``.
@@ -252,9 +252,8 @@ class StepperPanel(QWidget):
                     counts[pixel] = counts.get(pixel, 0) + 1
         return QColor.fromRgba(max(counts, key=counts.get)) if counts else QColor()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and getattr(self, "_actions", None):
+    def on_theme_changed(self) -> None:
+        if getattr(self, "_actions", None):
             self._redraw_icons()
 
     def _show_state(self, index: int) -> None:

@@ -23,12 +23,12 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from app.views.tensor_bands import (
     EMPTY,
@@ -52,7 +52,7 @@ _IDLE_PIXELS = 60
 _UNBOUNDED = 16_777_215.0  # QWIDGETSIZE_MAX: no maximum
 
 
-class TensorMemoryView(QWidget):
+class TensorMemoryView(FollowsTheme, QWidget):
     """Stacked per-tensor bands per device (see module docstring)."""
 
     def __init__(self, document: Document, parent: QWidget | None = None):
@@ -214,9 +214,8 @@ class TensorMemoryView(QWidget):
             " \u00b7 hover for why it is resident, click to select"
         )
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and self._plots:
+    def on_theme_changed(self) -> None:
+        if self._plots:
             self._restyle()
             self._redraw()
 
