@@ -45,6 +45,7 @@ from app.views.gantt_layers import GanttLayers
 from app.views.gantt_text import (
     legend_html,
     op_tooltip,
+    range_summary,
     range_totals,
     summary_html,
     transfer_tooltip,
@@ -149,7 +150,7 @@ class GanttView(FollowsTheme, QWidget):
     def range_text(self) -> str:
         """The busy/idle totals of the selected range (plain text), or ``""``."""
         self.flush()
-        return self._range_label.text()
+        return self._range_label.toolTip() if self._range is not None else ""
 
     def flush(self) -> None:
         """Draw a result that arrived but waits for its own turn, now (before reading)."""
@@ -210,13 +211,22 @@ class GanttView(FollowsTheme, QWidget):
         if t0 is None or t1 is None or t1 <= t0:
             self._range = None
             self._region.setVisible(False)
-            self._range_label.setText("")
+            self._show_range_text()
             return
         self._range = (float(t0), float(t1))
         self._region.setVisible(True)
         with QSignalBlocker(self._region):
             self._region.setRegion(self._range)
-        self._range_label.setText(range_totals(self._table, *self._range))
+        self._show_range_text()
+
+    def _show_range_text(self) -> None:
+        """The measured range's readout: one short line, the totals in its tooltip."""
+        if self._range is None:
+            self._range_label.setText("")
+            self._range_label.setToolTip(_RANGE_HINT)
+            return
+        self._range_label.setText(range_summary(self._table, *self._range))
+        self._range_label.setToolTip(range_totals(self._table, *self._range))
 
     def busy_in_range(self, lane: str, t0: float, t1: float) -> float:
         """Milliseconds lane ``lane`` is busy within ``[t0, t1]``."""
@@ -289,7 +299,11 @@ class GanttView(FollowsTheme, QWidget):
         self._show_flows.setToolTip("Arrows from each copy to the operation that reads it")
         self._show_flows.toggled.connect(self._redraw_flows)
         self._range_label = QLabel()
-        self._range_label.setToolTip("Shift+drag on the chart to measure a range; Esc clears")
+        self._range_label.setToolTip(_RANGE_HINT)
+        # never wider than the room it gets: a long readout widened the whole Schedule tab,
+        # and half the chart, the legend and Reset view went off-screen until Esc
+        self._range_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._range_label.setMinimumWidth(0)
         tools = QHBoxLayout()
         tools.setContentsMargins(6, 2, 6, 0)
         tools.addWidget(self._search)
@@ -440,7 +454,7 @@ class GanttView(FollowsTheme, QWidget):
         if self._range is not None:
             lo, hi = self._region.getRegion()
             self._range = (float(lo), float(hi))
-            self._range_label.setText(range_totals(self._table, *self._range))
+            self._show_range_text()
 
     def _select_match(self, node: str) -> None:
         self._document.set_selection(node)
@@ -493,7 +507,7 @@ class GanttView(FollowsTheme, QWidget):
         self._fill_overview(timeline)
         self._redraw_flows()
         if self._range is not None:
-            self._range_label.setText(range_totals(self._table, *self._range))
+            self._show_range_text()
         lanes = self._table.lanes
         ticks = [(j, name) for j, name in enumerate(lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
@@ -622,6 +636,7 @@ class GanttView(FollowsTheme, QWidget):
         return self._reasons[index]
 
 
+_RANGE_HINT = "Shift+drag on the chart to measure a range; Esc clears"
 _NAV_KEY_SET = frozenset(
     [Qt.Key.Key_W, Qt.Key.Key_A, Qt.Key.Key_S, Qt.Key.Key_D, Qt.Key.Key_Up, Qt.Key.Key_Down]
     + [Qt.Key.Key_Left, Qt.Key.Key_Right]

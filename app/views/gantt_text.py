@@ -108,6 +108,18 @@ def legend_html(colors: Colors, offload: bool = False) -> str:
     return " &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in items)
 
 
+def range_summary(table: LaneTable, t0: float, t1: float) -> str:
+    """The one line under the chart for a measured range: its span and each used lane's busy
+    share, short enough for the tool row at 1280x720 (:func:`range_totals` is the tooltip)."""
+    span = t1 - t0
+    shares = [
+        f"{lane} {table.busy(lane, t0, t1) / span:.0%}"
+        for lane in table.lanes
+        if " \u2192 " not in lane or table.is_used(lane)
+    ]
+    return f"{format_ms(t0)}\u2013{format_ms(t1)} ({format_ms(span)}) busy: " + ", ".join(shares)
+
+
 def range_totals(table: LaneTable, t0: float, t1: float) -> str:
     """Busy and idle time per lane within ``[t0, t1]`` (plain text); unused links say nothing."""
     span = t1 - t0

@@ -1,0 +1,32 @@
+"""The window on a 1280x720 screen (issue 20, items 1 and 4): nothing is pushed off-screen."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QApplication, QToolButton
+
+from solver.optimize.methods import solve
+
+
+@pytest.fixture
+def small(qtbot, make_window):
+    window = make_window("chain")
+    window.resize(1280, 720)
+    qtbot.waitExposed(window)
+    window.document.set_result(solve(window.document.graph, "greedy"))
+    QApplication.processEvents()
+    return window
+
+
+def test_window_range_readout_never_widens_the_schedule_tab(qtbot, small):
+    schedule = small.schedule_tabs.widget(0)
+    gantt = schedule.gantt
+    viewport = schedule.scroll.viewport().width()
+    end = small.document.timeline.total_ms
+    gantt.select_range(0.0, end)  # every lane busy: the longest readout
+    QApplication.processEvents()
+    assert "busy" in gantt.range_text
+    assert gantt.width() <= viewport
+    reset = next(b for b in gantt.findChildren(QToolButton) if b.text() == "Reset view")
+    right = reset.mapTo(schedule, reset.rect().topRight()).x()
+    assert right <= schedule.width()
