@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.panels.live_range import time_range, value_range
+from app.panels.solve_report import readable_log_line, result_notes
 from app.project import SolverSettings
 from app.solving import SolveController, format_objective
 from app.theme import FollowsTheme, colors_for
@@ -62,6 +63,10 @@ def method_choices(graph: Graph | None) -> list[tuple[str, str]]:
         for device in graph.devices if graph else ():
             choices.append((label.format(d=device.name), f"{name}:{device.name}"))
     return choices
+
+
+def _readable(lines: list[str]) -> list[str]:
+    return [text for text in map(readable_log_line, lines) if text]
 
 
 def status_text(result: SolveResult) -> str:
@@ -156,7 +161,20 @@ class SolverPanel(FollowsTheme, QWidget):
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setPointSizeF(max(font.pointSizeF() - 1.5, 7))
         self.log.setFont(font)
-        self.log.setPlaceholderText("The solver's log appears here.")
+        self.log.setPlaceholderText("The solver's progress appears here.")
+        self.raw_log_box = QCheckBox("Raw solver log")
+        self.raw_log_box.setToolTip(
+            "Show the backend's own log lines (CBC's MPS reader, LP iterations...) instead "
+            "of the progress they report"
+        )
+        self.raw_log_box.toggled.connect(self._on_raw_log_toggled)
+        self._raw_lines: list[str] = []
+        self.notes_label = QLabel()
+        """What the result means: gap, model size, an idle budget, what would help."""
+        self.notes_label.setWordWrap(True)
+        self.notes_label.setTextFormat(Qt.TextFormat.RichText)
+        self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes_label.hide()
         form = QFormLayout()
         form.addRow("Method", self.method_box)
         form.addRow("Backend", self.backend_box)
@@ -176,9 +194,11 @@ class SolverPanel(FollowsTheme, QWidget):
         summary.addWidget(self.objective_label, 1)
         layout.addLayout(summary)
         layout.addWidget(self.status_label)
+        layout.addWidget(self.notes_label)
         layout.addWidget(self.plot_legend)
         layout.addWidget(self.plot)
         layout.addWidget(self.log, 1)
+        layout.addWidget(self.raw_log_box)
         self.method_box.activated.connect(self._on_widgets_changed)
         self.backend_box.activated.connect(self._on_widgets_changed)
         self.time_limit_box.editingFinished.connect(self._on_widgets_changed)
@@ -205,7 +225,30 @@ class SolverPanel(FollowsTheme, QWidget):
         self.incumbent_curve.setData([], [])
         self.bound_curve.setData([], [])
         self._x_range = self._y_range = None
+        self._raw_lines = []
         self.log.clear()
+        self.notes_label.clear()
+        self.notes_label.hide()
+
+    @property
+    def notes(self) -> str:
+        """What the result on display means (plain text, one sentence a line), or ``""``."""
+        return self._notes_text
+
+    _notes_text = ""
+
+    def _append_log(self, lines: list[str]) -> None:
+        """Add backend log lines: as progress a user reads, or raw when asked for."""
+        self._raw_lines = (self._raw_lines + lines)[-LOG_MAX_LINES:]
+        shown = lines if self.raw_log_box.isChecked() else _readable(lines)
+        if shown:
+            self.log.appendPlainText("\n".join(shown[-LOG_MAX_LINES:]))
+
+    def _on_raw_log_toggled(self, raw: bool) -> None:
+        self.log.clear()
+        shown = self._raw_lines if raw else _readable(self._raw_lines)
+        if shown:
+            self.log.appendPlainText("\n".join(shown))
 
     @property
     def curve_points(self) -> int:
@@ -271,6 +314,7 @@ class SolverPanel(FollowsTheme, QWidget):
         if result is None:
             self.objective_label.setText(format_objective(None))
             self._show_status("Not solved for this graph yet.")
+            self._show_notes([])
             return
         self._show_result(result)
 
@@ -283,6 +327,12 @@ class SolverPanel(FollowsTheme, QWidget):
             self._show_status(text)
         else:
             self._show_status(f"{text}<br>{html.escape(result.message or '')}", error=True)
+        self._show_notes(result_notes(result))
+
+    def _show_notes(self, notes: list[str]) -> None:
+        self._notes_text = "\n".join(notes)
+        self.notes_label.setText("<br>".join(html.escape(n) for n in notes))
+        self.notes_label.setVisible(bool(notes))
 
     def _show_status(self, text: str, error: bool = False) -> None:
         """Rich text; plain text takes the palette's colour, so it follows the theme."""
@@ -299,7 +349,7 @@ class SolverPanel(FollowsTheme, QWidget):
     def _on_controller_progressed(self, batch: list) -> None:
         lines = [p.log_line for p in batch if p.log_line]
         if lines:
-            self.log.appendPlainText("\n".join(lines[-LOG_MAX_LINES:]))
+            self._append_log(lines)
         for p in batch:
             if p.incumbent is not None or p.bound is not None:
                 self._times.append(p.elapsed_s)
@@ -355,8 +405,8 @@ class SolverPanel(FollowsTheme, QWidget):
             self.plot.setYRange(*y_range, padding=0.0)
 
     def _on_controller_finished(self, result: SolveResult) -> None:
-        for line in result.log_tail[-3:] if not self.log.toPlainText() else ():
-            self.log.appendPlainText(line)
+        if not self._raw_lines:
+            self._append_log(list(result.log_tail[-3:]))
         self._show_result(result)
 
     def _on_controller_failed(self, message: str) -> None:

@@ -43,6 +43,10 @@ _TITLE_PIXELS = 18
 """The title row of each plot (pyqtgraph reserves 30 px: a fifth of a short plot)."""
 
 
+BUDGET_IN_VIEW = 3.0
+"""The budget line is drawn while it is at most this many times the plot's peak."""
+
+
 class _DevicePlot:
     """The items of one device's plot; built once per device, redrawn with ``setData``."""
 
@@ -382,7 +386,9 @@ class MemoryView(FollowsTheme, QWidget):
         measured = run.peak_bytes.get(item.device) if run is not None else None
         held = max(peak, measured or 0)
         # a device that holds nothing shows its budget (a 0-1 B axis ticked 0.2 B: no such bytes)
-        shown_budget = budget if held == 0 or budget <= 1.6 * held else None
+        # the budget line stays on the plot while the curve keeps a third of its height: a
+        # schedule using half its budget (a solve cut short) must show the room it left
+        shown_budget = budget if held == 0 or budget <= BUDGET_IN_VIEW * held else None
         item.unit, item.scale = byte_unit(max(peak, shown_budget or 0, measured or 0))
         item.curve.setData(x, y / item.scale)
         # the title names device and quantity; a long rotated label ran into its neighbour's
