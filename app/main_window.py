@@ -19,10 +19,13 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
     QMessageBox,
+    QStyle,
     QTabWidget,
+    QToolButton,
     QWidget,
 )
 
@@ -135,6 +138,7 @@ class MainWindow(QMainWindow):
             QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
         )
         graph = self._dock("graph", "Graph", self.graph_view, area.TopDockWidgetArea)
+        graph.setTitleBarWidget(self._graph_title_bar(graph))
         devices = self._dock("devices", "Devices", self.devices_panel, area.RightDockWidgetArea)
         inspector = self._dock("inspector", "Inspector", self.inspector, area.RightDockWidgetArea)
         solver = self._dock("solver", "Solver", self.solver_panel, area.RightDockWidgetArea)
@@ -147,6 +151,55 @@ class MainWindow(QMainWindow):
         self.resizeDocks([devices, solver], [360, 520], Qt.Orientation.Vertical)
         self.resizeDocks([devices], [400], Qt.Orientation.Horizontal)
 
+    def fit_docks(self) -> None:
+        """Give the devices dock the height of its rows, the solver panel the rest (on a
+        1280x720 screen only the CPU row showed, the GPU row, which the tour is about, had to
+        be scrolled to in a sliver)."""
+        devices, solver = self.docks["devices"], self.docks["solver"]
+        if devices.isFloating() or solver.isFloating() or not devices.isVisible():
+            return
+        tab_bar = 28  # devices and inspector share the area as tabs
+        need = self.devices_panel.rows_height() + tab_bar
+        column = devices.height() + solver.height()
+        solver_min = solver.minimumSizeHint().height()
+        if column <= 0:
+            return
+        want = min(need, max(column - solver_min, column // 3))
+        logger.debug("fit_docks: need %d column %d want %d", need, column, want)
+        self.resizeDocks([devices, solver], [want, column - want], Qt.Orientation.Vertical)
+
+    def _graph_title_bar(self, dock: QDockWidget) -> QWidget:
+        """The graph's toolbar as its dock's title bar: at 1280x720 the title row and the
+        toolbar row left the drawing 85 px. Dragging the bar's empty part still moves the
+        dock; its float and close buttons are the bar's last two."""
+        bar = QWidget()
+        bar.setObjectName("graph_title_bar")
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(6, 0, 2, 0)
+        row.setSpacing(4)
+        title = QLabel("<b>Graph</b>")
+        row.addWidget(title)
+        toolbar = self.graph_view.toolbar
+        self.graph_view.layout().removeWidget(toolbar)
+        row.addWidget(toolbar, 1)
+        style = self.style()
+        for icon, tip, slot in (
+            (
+                QStyle.StandardPixmap.SP_TitleBarNormalButton,
+                "Float the graph in a window of its own",
+                lambda: dock.setFloating(not dock.isFloating()),
+            ),
+            (
+                QStyle.StandardPixmap.SP_TitleBarCloseButton,
+                "Close the graph (View menu)",
+                dock.close,
+            ),
+        ):
+            button = QToolButton(icon=style.standardIcon(icon), toolTip=tip, autoRaise=True)
+            button.clicked.connect(slot)
+            row.addWidget(button)
+        return bar
+
     def _connect(self) -> None:
         doc = self.document
         doc.file_path_changed.connect(self._on_document_title_changed)
@@ -158,6 +211,7 @@ class MainWindow(QMainWindow):
         doc.edge_selection_changed.connect(self._on_document_selection_changed)
         doc.result_changed.connect(self._on_document_result_changed)
         self.files.status_message.connect(self._show_message)
+        self.devices_panel.rows_rebuilt.connect(self._on_devices_panel_rows_rebuilt)
         self.controller.running_changed.connect(self._on_controller_running_changed)
         self.controller.failed.connect(self._on_controller_failed)
         self.controller.notice.connect(self._show_message)  # e.g. a result from the store
@@ -182,6 +236,24 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+        else:  # a layout the user never arranged follows the window's size
+            self._fit_pending = True
+
+    _fit_pending = False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if self._fit_pending and self.isVisible():
+            QTimer.singleShot(0, self.fit_docks)  # once the docks have their new sizes
+
+    def _on_devices_panel_rows_rebuilt(self) -> None:
+        if self._fit_pending and self.isVisible():
+            QTimer.singleShot(0, self.fit_docks)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self._fit_pending:
+            QTimer.singleShot(0, self.fit_docks)
 
     # ----- public API -------------------------------------------------------------------------
     def open_file(self, path: str) -> bool:
@@ -205,6 +277,8 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
+        self._fit_pending = True
+        QTimer.singleShot(0, self.fit_docks)
 
     def show_about(self) -> None:
         QMessageBox.about(

@@ -83,9 +83,11 @@ def readable_log_line(line: str) -> str | None:
     return text
 
 
-def idle_budgets(result: SolveResult) -> dict[str, float]:
+def idle_budgets(result: SolveResult, no_remat_peak: int | None = None) -> dict[str, float]:
     """Devices whose peak stayed below :data:`IDLE_SHARE` of their activation budget, with the
-    share used; empty when nothing was idle or the schedule is missing."""
+    share used; empty when nothing was idle or the schedule is missing. With the graph's
+    ``no_remat_peak``, a budget at or above it does not count: keeping everything fits there,
+    so room left over says nothing about the solve (a 64 GiB host always looks idle)."""
     timeline = result.timeline
     if timeline is None:
         return {}
@@ -95,19 +97,24 @@ def idle_budgets(result: SolveResult) -> dict[str, float]:
     for device, budget in timeline.activation_budgets.items():
         if budget <= 0 or device not in used:
             continue  # a device left out entirely says so in the devices panel
+        if no_remat_peak is not None and budget >= no_remat_peak:
+            continue
         share = peaks.get(device, 0) / budget
         if share < IDLE_SHARE:
             shares[device] = share
     return shares
 
 
-def result_notes(result: SolveResult) -> list[str]:
+def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[str]:
     """Plain sentences on what a finished (or running) solve's result means, weakest first.
 
-    Nothing to say for an optimal result that used its budget: an empty list.
+    Nothing to say for an optimal result that used its budget, or for a heuristic (no model
+    was solved, so nothing was cut short): an empty list. ``no_remat_peak`` as in
+    :func:`idle_budgets`.
     """
     notes: list[str] = []
-    cut_short = result.status in (SolveStatus.FEASIBLE, SolveStatus.CANCELLED)
+    solved_a_model = result.variables > 0 or result.gap is not None
+    cut_short = solved_a_model and result.status in (SolveStatus.FEASIBLE, SolveStatus.CANCELLED)
     if cut_short and result.gap is not None and result.gap > 0:
         how = "cancelled" if result.status is SolveStatus.CANCELLED else "stopped at its limit"
         bound = f" (none faster than {format_ms(result.bound)})" if result.bound else ""
@@ -118,7 +125,7 @@ def result_notes(result: SolveResult) -> list[str]:
     elif cut_short and result.ok:
         notes.append("The solve was cut short: this schedule is not proven the fastest.")
     if cut_short:
-        for device, share in idle_budgets(result).items():
+        for device, share in idle_budgets(result, no_remat_peak).items():
             budget = result.timeline.activation_budgets[device]
             notes.append(
                 f"{device} uses {share:.0%} of its {format_size(budget)} activation budget: "

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -114,10 +115,9 @@ class SolverPanel(FollowsTheme, QWidget):
         self.time_limit_box = QDoubleSpinBox(decimals=0, minimum=1, maximum=86_400, suffix=" s")
         self.gap_box = QDoubleSpinBox(decimals=3, minimum=0, maximum=50, suffix=" %")
         self.gap_box.setSingleStep(0.1)
-        self.auto_box = QCheckBox("Auto-solve when a memory limit settles")
-        self.offload_box = QCheckBox(
-            "Allow offloading (copy a tensor to another device and keep it there)"
-        )
+        self.auto_box = QCheckBox("Auto-solve")
+        self.auto_box.setToolTip("Solve again whenever a memory limit settles")
+        self.offload_box = QCheckBox("Allow offloading")
         self.offload_box.setToolTip(
             "XEngine may copy a tensor to another device at the end of a stage, keep it there "
             "as a checkpoint and read it back when needed (POET's paging), besides recomputing "
@@ -132,7 +132,7 @@ class SolverPanel(FollowsTheme, QWidget):
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.objective_label = QLabel(format_objective(None))
         self.plot = pg.PlotWidget()
-        self.plot.setMinimumHeight(110)
+        self.plot.setMinimumHeight(80)
         self.plot.setMaximumHeight(170)
         item = self.plot.getPlotItem()
         item.setLabel("bottom", "solve time (s)")
@@ -178,27 +178,44 @@ class SolverPanel(FollowsTheme, QWidget):
         form = QFormLayout()
         form.addRow("Method", self.method_box)
         form.addRow("Backend", self.backend_box)
-        form.addRow("Time limit", self.time_limit_box)
-        form.addRow("Gap", self.gap_box)
-        form.addRow(self.offload_box)
-        form.addRow(self.auto_box)
+        # time limit and gap share a row: at 1280x720 every row here is a row the device
+        # sliders above do not get
+        limits = QHBoxLayout()
+        limits.addWidget(self.time_limit_box, 1)
+        limits.addWidget(QLabel("Gap"))
+        limits.addWidget(self.gap_box, 1)
+        form.addRow("Time limit", limits)
+        options = QHBoxLayout()
+        options.addWidget(self.offload_box)
+        options.addWidget(self.auto_box)
+        options.addStretch(1)
+        form.addRow(options)
         buttons = QHBoxLayout()
         buttons.addWidget(self.solve_button, 1)
         buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.objective_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(form)
         layout.addLayout(buttons)
-        summary = QHBoxLayout()
-        summary.addWidget(QLabel("Objective:"))
-        summary.addWidget(self.objective_label, 1)
-        layout.addLayout(summary)
         layout.addWidget(self.status_label)
         layout.addWidget(self.notes_label)
-        layout.addWidget(self.plot_legend)
-        layout.addWidget(self.plot)
-        layout.addWidget(self.log, 1)
-        layout.addWidget(self.raw_log_box)
+        # the live plot and the log take turns: both at once left the devices a single row
+        progress = QWidget()
+        progress_box = QVBoxLayout(progress)
+        progress_box.setContentsMargins(0, 2, 0, 0)
+        progress_box.addWidget(self.plot_legend)
+        progress_box.addWidget(self.plot, 1)
+        log_page = QWidget()
+        log_box = QVBoxLayout(log_page)
+        log_box.setContentsMargins(0, 2, 0, 0)
+        log_box.addWidget(self.log, 1)
+        log_box.addWidget(self.raw_log_box)
+        self.progress_tabs = QTabWidget()
+        self.progress_tabs.setDocumentMode(True)
+        self.progress_tabs.addTab(progress, "Progress")
+        self.progress_tabs.addTab(log_page, "Log")
+        layout.addWidget(self.progress_tabs, 1)
         self.method_box.activated.connect(self._on_widgets_changed)
         self.backend_box.activated.connect(self._on_widgets_changed)
         self.time_limit_box.editingFinished.connect(self._on_widgets_changed)
@@ -327,7 +344,8 @@ class SolverPanel(FollowsTheme, QWidget):
             self._show_status(text)
         else:
             self._show_status(f"{text}<br>{html.escape(result.message or '')}", error=True)
-        self._show_notes(result_notes(result))
+        marks = self._document.landmarks()
+        self._show_notes(result_notes(result, marks.peak if marks is not None else None))
 
     def _show_notes(self, notes: list[str]) -> None:
         self._notes_text = "\n".join(notes)

@@ -98,3 +98,15 @@ def test_memory_plot_keeps_the_budget_line_of_a_half_used_budget(document, show)
 
 def test_report_for_a_real_single_device_solve_is_quiet(graph):
     assert not any("gap" in n for n in result_notes(solve(graph, "checkpoint-all:gpu")))
+
+
+def test_report_has_nothing_to_say_of_a_heuristic(graph):
+    greedy = solve(graph, "greedy")
+    assert result_notes(greedy) == []
+
+
+def test_report_ignores_budgets_above_the_no_remat_peak(weak):
+    timeline = weak.timeline
+    budgets = {d: 4 * max(peak, 1) for d, peak in timeline.peaks.items()}
+    idle = replace(weak, timeline=replace(timeline, activation_budgets=budgets))
+    assert idle_budgets(idle, no_remat_peak=min(budgets.values())) == {}

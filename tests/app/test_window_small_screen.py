@@ -30,3 +30,19 @@ def test_window_range_readout_never_widens_the_schedule_tab(qtbot, small):
     reset = next(b for b in gantt.findChildren(QToolButton) if b.text() == "Reset view")
     right = reset.mapTo(schedule, reset.rect().topRight()).x()
     assert right <= schedule.width()
+
+
+def test_window_shows_every_device_row_and_a_graph_at_1280x720(qtbot, small):
+    panel = small.devices_panel
+    viewport = panel.viewport()
+
+    def cut() -> list[str]:
+        return [
+            name
+            for name, row in panel.rows.items()
+            if row.mapTo(viewport, row.rect().bottomLeft()).y() > viewport.height()
+        ]
+
+    qtbot.waitUntil(lambda: not cut(), timeout=3_000)  # the docks are fitted after a resize
+    assert small.graph_view.canvas.height() >= 100  # it was 85 px
+    assert small.graph_view.toolbar.isVisible()  # in the dock's title bar
