@@ -165,6 +165,8 @@ class MainWindow(QMainWindow):
         if column <= 0:
             return
         want = min(need, max(column - solver_min, column // 3))
+        if abs(devices.height() - want) <= 2:
+            return  # already fitted: a relayout repaints the whole window (~100 ms)
         logger.debug("fit_docks: need %d column %d want %d", need, column, want)
         self.resizeDocks([devices, solver], [want, column - want], Qt.Orientation.Vertical)
 

@@ -242,6 +242,9 @@ class SolverPanel(FollowsTheme, QWidget):
         self.incumbent_curve.setData([], [])
         self.bound_curve.setData([], [])
         self._x_range = self._y_range = None
+        # the axes too: the last solve's time and objective ranges were left on a new graph
+        self.plot.setXRange(0.0, 1.0, padding=0.0)
+        self.plot.setYRange(0.0, 1.0, padding=0.0)
         self._raw_lines = []
         self.log.clear()
         self.notes_label.clear()

@@ -191,12 +191,9 @@ class ComparisonView(FollowsTheme, QWidget):
         install_export_action(self._chart.scene(), self)
         self._bars = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
         self._plot.addItem(self._bars)
-        self._best_line = pg.InfiniteLine(
-            angle=90,
-            movable=False,
-            label="best single device",
-            labelOpts={"position": 0.01, "anchors": [(0, 0), (0, 0)]},
-        )
+        # the line is named in the axis title: its own label, at the top of the line, ran
+        # into the first row's bar and value
+        self._best_line = pg.InfiniteLine(angle=90, movable=False)
         self._plot.addItem(self._best_line, ignoreBounds=True)
         self._labels: list[pg.TextItem] = []
         splitter = QSplitter(Qt.Orientation.Vertical)
@@ -354,9 +351,18 @@ class ComparisonView(FollowsTheme, QWidget):
         best = self.comparison.best_single_device
         self._best_line.setVisible(best is not None)
         self._best_line.setPen(colors.pen(colors.muted, 1.2, dashed=True))
-        self._best_line.label.setColor(colors.muted)
         if best is not None:
             self._best_line.setPos(best.timeline.total_ms)
+        self._plot.setLabel(
+            "bottom",
+            "schedule time (ms)"
+            + (" \u00b7 dashed line: best single device" if best is not None else ""),
+        )
+
+    @property
+    def axis_title(self) -> str:
+        """The time axis's title (it names the dashed line)."""
+        return self._plot.getAxis("bottom").labelText
 
     def _draw_value_labels(self, ms: np.ndarray, top: float, colors) -> None:
         comparison = self.comparison

@@ -99,6 +99,7 @@ class GanttView(FollowsTheme, QWidget):
         self._full_range: tuple[float, float] | None = None
         self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._matches: list[str] = []
+        self._names: set[str] = set()
         self._range: tuple[float, float] | None = None
         self._measured: MeasuredRun | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
@@ -389,6 +390,13 @@ class GanttView(FollowsTheme, QWidget):
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:
+        graph = self._document.graph
+        names = set(graph.index) if graph is not None else set()
+        if len(names & self._names) * 2 < max(len(names), 1):  # another graph, not an edit
+            self._search.clear()  # the search was for the old graph's names
+            self._search.setToolTip("")
+            self._matches = []
+        self._names = names
         self._on_document_result_changed()
 
     def _on_document_result_changed(self) -> None:

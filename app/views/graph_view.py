@@ -292,6 +292,9 @@ class GraphView(FollowsTheme, QWidget):
         old = set(self.nodes)
         new = set(graph.index) if graph else set()
         another_graph = len(old & new) * 2 < max(len(new), 1)
+        if another_graph:
+            self.search.clear()  # a search on another graph's names
+            self._matches = []
         if another_graph and len(new) > 1:
             self._pinned.clear()  # places chosen on another graph mean nothing here
             self._expanded.clear()

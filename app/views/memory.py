@@ -407,7 +407,9 @@ class MemoryView(FollowsTheme, QWidget):
         item.budget.setPos(budget / item.scale)
         item.budget_label.setVisible(shown_budget is not None)
         item.budget_label.setText(f"activation budget {format_size(budget)}")
-        item.budget_label.setPos(end, budget / item.scale)
+        # at the plot's right end: an empty plot's end is 0, where the right-anchored label
+        # lay outside the plot but for a stray red "B" at its left edge
+        item.budget_label.setPos(end if end > 0 else extent, budget / item.scale)
         item.measured.setVisible(measured is not None)
         if measured is not None:
             item.measured.setPos(measured / item.scale)

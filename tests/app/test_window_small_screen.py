@@ -46,3 +46,18 @@ def test_window_shows_every_device_row_and_a_graph_at_1280x720(qtbot, small):
     qtbot.waitUntil(lambda: not cut(), timeout=3_000)  # the docks are fitted after a resize
     assert small.graph_view.canvas.height() >= 100  # it was 85 px
     assert small.graph_view.toolbar.isVisible()  # in the dock's title bar
+
+
+def test_window_opening_another_graph_starts_afresh(small):
+    """The live plot's axes and the search texts carried over to a newly opened graph."""
+    panel = small.solver_panel
+    panel.plot.setXRange(0, 40, padding=0)
+    panel.plot.setYRange(500, 900, padding=0)
+    small.graph_view.search.setText("fc")
+    gantt = small.schedule_tabs.widget(0).gantt
+    gantt.find("fc")
+    assert small.open_example("resnet18")
+    (x0, x1), (y0, y1) = panel.plot.getPlotItem().getViewBox().viewRange()
+    assert (x1, y1) == pytest.approx((1.0, 1.0))
+    assert small.graph_view.search.text() == ""
+    assert gantt.find_next() is None
