@@ -208,8 +208,8 @@ class SolveController(QObject):
             self.progressed.emit(batch)
         if self._provisional is not None and request is not None:
             found, self._provisional = self._provisional, None
-            if request.key != self._document.result_key():
-                return  # the budgets or the graph moved on since the solve started
+            if not self._may_draw_incumbent(request):
+                return
             self._document.set_result(
                 SolveResult(
                     request.method,
@@ -223,6 +223,22 @@ class SolveController(QObject):
                 ),
                 provisional=True,
             )
+
+    def _may_draw_incumbent(self, request: SolveRequest) -> bool:
+        """Whether an incumbent of ``request`` may go on display.
+
+        Not once the graph or the method changed. After a memory limit moved (a slider dragged
+        mid-solve) it still may, marked as solved for other limits (the views say so), unless
+        an answer for the new limits is on display: dropping it froze the drawing on the last
+        incumbent, still labelled "still solving", while the solve went on.
+        """
+        key = self._document.result_key()
+        if request.key is None or key is None or request.key[:2] != key[:2]:
+            return False
+        if request.key == key:
+            return True
+        document = self._document
+        return document.result is None or document.is_provisional
 
     # ----- cached results and auto-solve ----------------------------------------------------
     def _on_document_setting_changed(self) -> None:
