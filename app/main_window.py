@@ -86,6 +86,7 @@ class MainWindow(QMainWindow):
         self.solver_panel = SolverPanel(self.document, self.controller)
         self.stepper = StepperPanel(self.document)
         self.schedule_tabs = self._build_central()
+        self.files.trace_source = self._timeline_on_display
         self.docks: dict[str, QDockWidget] = {}
         self._build_docks()
         self.result_label = QLabel()
@@ -256,6 +257,12 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if self._fit_pending:
             QTimer.singleShot(0, self.fit_docks)
+
+    def _timeline_on_display(self):
+        """The Schedule tab's timeline (serial or concurrent) and which it is, for the trace."""
+        schedule = self.schedule_tabs.widget(0)
+        concurrent = schedule.concurrent_action.isChecked()
+        return schedule.gantt.timeline(), "concurrent" if concurrent else ""
 
     # ----- public API -------------------------------------------------------------------------
     def open_file(self, path: str) -> bool:

@@ -212,3 +212,66 @@ def test_window_exports_the_chrome_trace_from_the_file_menu(
     timeline = window.document.timeline
     assert sum(e["ph"] == "X" for e in events) == len(timeline.ops) + len(timeline.transfers)
     assert window.statusBar().currentMessage() == "Exported chain.trace.json"
+
+
+def test_chrome_trace_has_memory_counters_and_copy_flows(document):
+    """No memory counter tracks and no flow events for copies (issue 20, item 9)."""
+    timeline = document.timeline
+    events = chrome_trace(timeline)["traceEvents"]
+    counters = [e for e in events if e["ph"] == "C"]
+    gpu = [(e["ts"], e["args"]["bytes"]) for e in counters if e["name"] == "gpu memory"]
+    curve = timeline.memory["gpu"]
+    assert max(b for _, b in gpu) == int(curve.bytes.max())
+    assert gpu[0] == (0.0, int(curve.bytes[0]))
+    budget = {e["args"]["bytes"] for e in counters if e["name"] == "gpu activation budget"}
+    assert budget == {timeline.activation_budgets["gpu"]}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(ends) == len(timeline.transfers) == 2
+    names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    for k, start in starts.items():
+        end = ends[k]
+        assert names[start["tid"]] == "gpu \u2192 cpu" and names[end["tid"]] == "cpu"
+        assert end["ts"] >= start["ts"]
+        assert end["bp"] == "e"
+    d = next(op for op in timeline.ops if op.node == "d")
+    assert {e["ts"] for e in ends.values()} == {d.start * 1000 + 0.001}
+
+
+def test_window_exports_the_concurrent_timeline_when_it_is_shown(
+    qtbot, make_window, monkeypatch, tmp_path
+):
+    """The trace was always the serial timeline, even with the concurrent one on display."""
+    from app.dialogs import FileDialog
+    from solver.optimize.methods import solve
+
+    window = make_window("chain")
+    window.document.set_result(solve(window.document.graph, "greedy"))
+    schedule = window.schedule_tabs.widget(0)
+    schedule.concurrent_action.setChecked(True)
+    shown = schedule.gantt.timeline()
+    assert shown is not window.document.timeline
+    path = tmp_path / "chain.trace.json"
+    monkeypatch.setattr(FileDialog, "save_path", classmethod(lambda cls, *a: str(path)))
+    window.window_actions.export_trace.trigger()
+    events = json.loads(path.read_text())["traceEvents"]
+    ends = max(e["ts"] + e["dur"] for e in events if e["ph"] == "X")
+    assert ends == pytest.approx(max(op.end for op in shown.ops) * 1000, abs=1)
+    process = next(e for e in events if e["name"] == "process_name")
+    assert "concurrent" in process["args"]["name"]
+
+
+def test_window_export_dialog_avoids_the_bundled_examples_folder(make_window, monkeypatch):
+    from app.dialogs import FileDialog
+    from solver.document.examples import GRAPHS_DIR
+    from solver.optimize.methods import solve
+
+    window = make_window("chain")
+    window.settings.set_last_dir(str(GRAPHS_DIR / "chain.graph.json"))
+    window.document.set_result(solve(window.document.graph, "greedy"))
+    offered = []
+    monkeypatch.setattr(
+        FileDialog, "save_path", classmethod(lambda cls, p, c, where, f: offered.append(where))
+    )
+    window.window_actions.export_trace.trigger()
+    assert offered and not offered[0].startswith(str(GRAPHS_DIR.parent))
