@@ -50,7 +50,7 @@ from app.views.gantt_text import (
     summary_html,
     transfer_tooltip,
 )
-from app.views.measured import MeasuredRun
+from app.views.measured import MeasuredRun, prediction_basis
 from app.views.plotting import (
     HoverProxy,
     configure_plot,
@@ -538,7 +538,12 @@ class GanttView(FollowsTheme, QWidget):
         document = self._document
         header = summary_html(document.result, colors_for(self), document.is_provisional)
         if self._measured is not None:
-            header += f" \u00b7 <b>executed</b>: {html.escape(self._measured.summary())}"
+            header += (
+                f" \u00b7 <b>executed</b> on this machine: {html.escape(self._measured.summary())}"
+            )
+            basis = prediction_basis(document.graph)
+            if basis:  # 13x slower said nothing of what the prediction is for
+                header += f" <i>(predicted for {html.escape(basis)})</i>"
         if document.result is not None and not document.is_result_current():
             # e.g. a slider dragged during the solve: the schedule is for the old limits
             header += " \u00b7 <i>solved for other memory limits than the sliders' now</i>"
