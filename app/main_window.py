@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -232,6 +232,13 @@ class MainWindow(QMainWindow):
         a.show_tour.triggered.connect(self.tour.start)
         a.about.triggered.connect(self.show_about)
         self.graph_view.add_edit_actions([a.add_node, a.delete, a.build_training])
+        self.graph_view.full_window_action.toggled.connect(self.set_graph_full_window)
+        self.addAction(self.graph_view.full_window_action)  # its shortcut, window-wide
+        leave = QAction("Leave full-window graph", self, shortcut="Esc")
+        leave.triggered.connect(lambda: self.graph_view.full_window_action.setChecked(False))
+        leave.setEnabled(False)
+        self.addAction(leave)
+        self._leave_full_window = leave
 
     def _restore_layout(self) -> None:
         geometry, state = self.settings.window_state()
@@ -283,6 +290,39 @@ class MainWindow(QMainWindow):
     def export_view(self, kind: str) -> bool:
         """Export the schedule view on display as a ``kind`` ("png" or "svg") image."""
         return self.files.export_view(self.schedule_tabs.currentWidget(), kind)
+
+    def set_graph_full_window(self, on: bool) -> None:
+        """The graph alone in the window (a network of thousands of operations needs the
+        room), or back to the layout as it was."""
+        action = self.graph_view.full_window_action
+        if action.isChecked() != on:
+            action.setChecked(on)  # comes back here through toggled
+            return
+        if on == self.is_graph_full_window:
+            return
+        if on:
+            self._layout_before_full = self.saveState()
+            for key, dock in self.docks.items():
+                if key != "graph":
+                    dock.hide()
+            self.docks["graph"].show()
+            self.docks["graph"].setFloating(False)
+            self.schedule_tabs.hide()
+        else:
+            self.schedule_tabs.show()
+            if self._layout_before_full is not None:
+                self.restoreState(self._layout_before_full)
+            self._layout_before_full = None
+        self._leave_full_window.setEnabled(on)
+        self.graph_view.canvas.auto_fit = True
+        QTimer.singleShot(0, self.graph_view.canvas.fit)
+
+    _layout_before_full = None
+
+    @property
+    def is_graph_full_window(self) -> bool:
+        """Whether the graph has the window to itself (View the graph in full window)."""
+        return self._layout_before_full is not None
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)

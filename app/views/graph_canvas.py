@@ -46,6 +46,8 @@ class GraphCanvas(QGraphicsView):
 
     moved = Signal()
     """The visible area changed (scroll, zoom, fit, resize): the minimap follows."""
+    resized = Signal()
+    """The canvas changed size (the owner may wrap its drawing to the new shape)."""
     node_clicked = Signal(str)
     """A node (or collapsed block) was clicked: its drawn id."""
     edge_clicked = Signal(object)
@@ -106,6 +108,7 @@ class GraphCanvas(QGraphicsView):
         if self.auto_fit:
             self.fit()
         self.moved.emit()
+        self.resized.emit()
 
     # ----- mouse --------------------------------------------------------------------------------
     def _node_at(self, pos) -> NodeItem | None:

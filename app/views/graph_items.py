@@ -36,16 +36,19 @@ __all__ = [
     "EdgeItem",
     "NODE_WIDTH",
     "STATUS_LABELS",
+    "box_lines",
     "fitted_name",
     "name_forms",
+    "shape_text",
     "status_colour",
 ]
 
 NODE_WIDTH = 118.0
-MIN_HEIGHT = 34.0
+MIN_HEIGHT = 40.0
 MAX_HEIGHT = 58.0
 CHIP_HEIGHT = 11.0
 DASH = "\u2014"
+_ELIDE = Qt.TextElideMode.ElideRight
 DETAIL_SCALE = 0.75
 """Below this zoom a box shows only its name (at :data:`TITLE_PIXELS`), not op and size."""
 TITLE_PIXELS = 10
@@ -107,6 +110,35 @@ def fitted_name(name: str, metrics: QFontMetricsF, width: float) -> str:
         if metrics.horizontalAdvance(form) <= width:
             return form
     return metrics.elidedText(forms[-1], Qt.TextElideMode.ElideRight, width)
+
+
+def shape_text(shape: object) -> str:
+    """An output shape as boxes show it.
+
+    >>> shape_text([8, 64, 112, 112]), shape_text(None), shape_text([])
+    ('8×64×112×112', '', 'scalar')
+    """
+    if not isinstance(shape, (list, tuple)):
+        return ""
+    return "×".join(str(d) for d in shape) if shape else "scalar"
+
+
+def box_lines(node: Node) -> tuple[str, str, str]:
+    """A box's three lines: what it is (op type, or a folded module's name), its output
+    (shape and size, or what the module holds), and its name (``""`` when the first line
+    already is it). Netron's boxes say the op; the name is the third line and the tooltip."""
+    extra = node.extra or {}
+    if "members" in extra:
+        return (
+            str(extra.get("module", node.id)),
+            f"{extra['members']} ops · {format_size(int(extra.get('total_bytes', 0)))}",
+            "",
+        )
+    shape = shape_text(extra.get("shape"))
+    detail = " · ".join(p for p in (shape, format_size(node.memory)) if p)
+    if node.op:
+        return node.op, detail, node.id
+    return node.id, detail, ""
 
 
 def _mix(a: QColor, b: QColor, amount: float) -> QColor:
@@ -309,40 +341,41 @@ class NodeItem(LazyTip, QGraphicsItem):
         painter.setFont(font)
         painter.setPen(QColor(self._colors.foreground))
         text_box = box.adjusted(6, 0, -2, 0)
-        name = fitted_name(self.node.id, QFontMetricsF(font), text_box.width())
+        title = box_lines(self.node)[0]
+        name = fitted_name(title, QFontMetricsF(font), text_box.width())
         painter.drawText(text_box, int(Qt.AlignmentFlag.AlignCenter), name)
 
     def _paint_text(self, painter: QPainter, box: QRectF) -> None:
         colors = self._colors
         text_box = box.adjusted(10, 3, -5, -3)
+        first, second, third = box_lines(self.node)
         title = QFont()
         title.setPointSizeF(8.5)
         title.setBold(True)
         metrics = QFontMetricsF(title)
-        painter.setFont(title)
-        painter.setPen(QColor(colors.foreground))
-        name = fitted_name(self.node.id, metrics, text_box.width())
-        detail = " \u00b7 ".join(p for p in (format_size(self.node.memory), self.node.op) if p)
         small = QFont()
-        small.setPointSizeF(7.5)
+        small.setPointSizeF(7.0)
         small_metrics = QFontMetricsF(small)
-        detail = small_metrics.elidedText(detail, Qt.TextElideMode.ElideRight, text_box.width())
-        total = metrics.height() + small_metrics.height()
+        width = text_box.width()
+        rows = [(title, metrics, fitted_name(first, metrics, width), colors.foreground)]
+        rows.append(
+            (small, small_metrics, small_metrics.elidedText(second, _ELIDE, width), colors.muted)
+        )
+        if third and text_box.height() >= metrics.height() + 2 * small_metrics.height():
+            rows.append(
+                (small, small_metrics, fitted_name(third, small_metrics, width), colors.muted)
+            )
+        total = sum(m.height() for _, m, _, _ in rows)
         top = text_box.center().y() - total / 2
-        painter.drawText(
-            QRectF(text_box.left(), top, text_box.width(), metrics.height()),
-            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-            name,
-        )
-        painter.setFont(small)
-        painter.setPen(QColor(colors.muted))
-        painter.drawText(
-            QRectF(
-                text_box.left(), top + metrics.height(), text_box.width(), small_metrics.height()
-            ),
-            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-            detail,
-        )
+        for font, font_metrics, text, colour in rows:
+            painter.setFont(font)
+            painter.setPen(QColor(colour))
+            painter.drawText(
+                QRectF(text_box.left(), top, width, font_metrics.height()),
+                int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                text,
+            )
+            top += font_metrics.height()
 
     def _paint_chips(self, painter: QPainter, box: QRectF) -> None:
         colors = self._colors
