@@ -16,6 +16,7 @@ MODULES = [
     "app.views.tensor_bands",
     "app.views.graph_hierarchy",
     "app.panels.solve_report",
+    "app.panels.node_facts",
     "app.import_model",
     "app.views.stepper",
     "app.views.timeline_nav",
