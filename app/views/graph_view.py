@@ -18,7 +18,8 @@ import html
 import logging
 import math
 
-from PySide6.QtCore import QPointF, QSignalBlocker, Qt, QTimer
+import shiboken6
+from PySide6.QtCore import QPointF, QRectF, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QFont, QPainter
 from PySide6.QtWidgets import (
     QGraphicsScene,
@@ -40,6 +41,7 @@ from app.views.graph_items import (
     MAX_HEIGHT,
     MIN_HEIGHT,
     NODE_WIDTH,
+    PLAIN_PIXELS,
     STATUS_LABELS,
     EdgeItem,
     NodeItem,
@@ -54,6 +56,7 @@ from app.views.graph_layout import (
     wrap_count,
 )
 from app.views.graph_minimap import Minimap
+from app.views.graph_overview import OverviewItem
 from solver.document.graph import Graph
 from solver.document.units import format_size
 from solver.editing.edits import next_node_id
@@ -64,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 COLLAPSE_FROM = 100
 """Graphs with more nodes than this open folded by module (``app.views.graph_hierarchy``)."""
+OVERVIEW_FROM = 300
+"""Graphs with more boxes than this are drawn as one overview item when zoomed out."""
 COLUMN_SPACING = NODE_WIDTH + 52
 ROW_SPACING = MAX_HEIGHT + 34
 SPACING = Spacing(COLUMN_SPACING, ROW_SPACING, line_gap=60.0, level=ROW_SPACING * 0.8)
@@ -192,8 +197,9 @@ class GraphView(FollowsTheme, QWidget):
         layout.setSpacing(0)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.canvas)
-        self.minimap = Minimap(self.canvas)
-        self.canvas.moved.connect(self.minimap.refresh)
+        self._overview = OverviewItem()
+        self.minimap = Minimap(self.canvas, self._render_overview)
+        self.canvas.moved.connect(self._on_canvas_moved)
         self._matches: list[str] = []
         self._members: dict[str, list[str]] = {}
         """Drawn box id -> the graph's node ids in it (one, unless a folded module)."""
@@ -209,6 +215,7 @@ class GraphView(FollowsTheme, QWidget):
         self._relayout_timer = QTimer(self, singleShot=True, interval=120)
         self._relayout_timer.timeout.connect(self._on_relayout_timer_timeout)
         self.canvas.resized.connect(self._relayout_timer.start)
+        self.canvas.node_lookup = self._node_under
         document.graph_changed.connect(self._on_document_graph_changed)
         document.selection_changed.connect(self._on_document_selection_changed)
         document.edge_selection_changed.connect(self._on_document_selection_changed)
@@ -395,18 +402,72 @@ class GraphView(FollowsTheme, QWidget):
     def _rebuild(self, fit: bool) -> None:
         self.scene.clear()
         self.nodes, self.edges = {}, {}
+        self._overview = OverviewItem()
+        self._overview.setVisible(False)
+        self.scene.addItem(self._overview)
         graph = self._document.graph
         self._residency = step_residency(self._document)
         if graph is not None and graph.nodes:
             self._build_items(graph)
-        bounds = self.scene.itemsBoundingRect()
-        self.scene.content_bounds = bounds  # graph_canvas.content_bounds: once per build
-        self.scene.setSceneRect(bounds.adjusted(-400, -300, 400, 300))
+        self._placed()
         self._on_document_selection_changed()
         self._update_legend()
         if fit:
             self.canvas.fit()
+        self._update_detail_level()
         self.canvas.viewport().update()
+
+    def _placed(self) -> None:
+        """The items have their places: bounds for fitting and the minimap, the overview."""
+        self._overview.prepare(self.nodes, self.edges, colors_for(self))
+        bounds = self._overview.boundingRect()
+        self.scene.content_bounds = bounds  # graph_canvas.content_bounds: once per build
+        self.scene.setSceneRect(bounds.adjusted(-400, -300, 400, 300))
+        self.minimap.render_scene()
+
+    def _render_overview(self, painter: QPainter, target: QRectF, source: QRectF) -> None:
+        """Paint the whole graph as the overview (for the minimap: a pixmap made once per
+        layout, not the thousands of items repainted at every pan)."""
+        shown = self._overview.isVisible()
+        if not shown:
+            self._set_detail(False)
+        self.scene.render(painter, target, source)
+        if not shown:
+            self._set_detail(True)
+
+    def _on_canvas_moved(self) -> None:
+        self._update_detail_level()
+        if shiboken6.isValid(self.minimap):
+            self.minimap.refresh()
+
+    def _update_detail_level(self) -> None:
+        """Draw the node and edge items, or (a big graph too small on screen for them to say
+        anything) the one overview item (``app.views.graph_overview``)."""
+        small = NODE_WIDTH * self.canvas.transform().m11() < PLAIN_PIXELS
+        overview = small and len(self.nodes) > OVERVIEW_FROM
+        if overview == self._overview.isVisible():
+            return
+        self._set_detail(not overview)
+
+    def _set_detail(self, on: bool) -> None:
+        """Show the node and edge items (``on``) or the overview instead."""
+        self._overview.setVisible(not on)
+        for item in self.nodes.values():
+            item.setVisible(on)
+        for item in self.edges.values():
+            item.setVisible(on)
+
+    @property
+    def is_overview(self) -> bool:
+        """Whether the graph is drawn as the overview (too small for its boxes)."""
+        return self._overview.isVisible()
+
+    def _node_under(self, point: QPointF) -> NodeItem | None:
+        """The node item at scene ``point`` while the overview draws (its items are hidden)."""
+        if not self._overview.isVisible():
+            return None
+        found = self._overview.node_at(point)
+        return self.nodes.get(found) if found is not None else None
 
     def _build_items(self, source: Graph) -> None:
         colors = colors_for(self)
@@ -435,7 +496,7 @@ class GraphView(FollowsTheme, QWidget):
             else:
                 item.tip_source = functools.partial(item.describe, graph)
                 item.on_hover = self._document.set_hovered
-            self.scene.addItem(item)
+            self.scene.addItem(item)  # top-level: the scene's index finds the visible ones
             self.nodes[node.id] = item
         for edge in graph.edges:
             item = EdgeItem(self.nodes[edge.source], self.nodes[edge.target], colors)
@@ -492,9 +553,7 @@ class GraphView(FollowsTheme, QWidget):
                 item.setPos(QPointF(*positions[node_id]))
         for edge in self.edges.values():
             edge.update_path()
-        bounds = self.scene.itemsBoundingRect()
-        self.scene.content_bounds = bounds
-        self.scene.setSceneRect(bounds.adjusted(-400, -300, 400, 300))
+        self._placed()
         if self.canvas.auto_fit:
             self.canvas.fit()
 
@@ -505,11 +564,21 @@ class GraphView(FollowsTheme, QWidget):
             item.set_selected(selected is not None and selected in self._members.get(node_id, ()))
         for key, item in self.edges.items():
             item.set_emphasis(2 if key == edge else 1 if selected in key else 0)
+        self._mark_overview()
+
+    def _mark_overview(self) -> None:
+        """Tell the overview what to ring (selection, hover) and whether chips show."""
+        marked = {d for d, item in self.nodes.items() if item.is_selected or item.is_hovered}
+        self._overview.marked = marked
+        self._overview.stepping = self._residency is not None
+        if self._overview.isVisible():
+            self._overview.update()
 
     def _on_document_hover_changed(self) -> None:
         hovered = self._document.hovered
         for node_id, item in self.nodes.items():
             item.set_hovered(node_id == hovered)
+        self._mark_overview()
 
     def _on_document_step_changed(self) -> None:
         graph = self._document.graph
@@ -525,9 +594,11 @@ class GraphView(FollowsTheme, QWidget):
             for item in self.edges.values():
                 item.update_path()
             self._update_legend()
+            self._placed()
             if self.canvas.auto_fit:
                 self.canvas.fit()
             self.canvas.viewport().update()  # otherwise each changed node repaints itself
+        self._mark_overview()
 
     # ----- overlay and legend -------------------------------------------------------------------
     def paint_overlay(self, painter: QPainter, rect) -> None:

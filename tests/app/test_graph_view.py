@@ -263,7 +263,7 @@ def test_graph_node_zoomed_out_shows_only_its_name_at_a_readable_size(qtbot, qap
             drawn.append((text, self.font().pixelSize() * self.worldTransform().m11()))
             super().drawText(rect, flags, text)
 
-    for scale in (1.0, 0.3):
+    for scale in (1.0, 0.5):
         drawn.clear()
         image = QImage(400, 200, QImage.Format.Format_ARGB32)
         painter = Recorder(image)
@@ -349,3 +349,28 @@ def test_graph_tooltips_are_written_on_hover_with_the_step_state(
     assert calls == [item]
     raw = QGraphicsItem.toolTip(item)  # what Qt's help event shows, no refresh
     assert raw.startswith("<b>fc1</b>") and "now: " in raw
+
+
+def test_graph_view_draws_a_big_graph_zoomed_out_as_one_overview(qtbot, show):
+    """A frame of thousands of node items at Fit took most of a second: zoomed out that far
+    the graph is one batched overview item; a click still selects, and zooming in brings
+    the boxes back."""
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    from solver.document.generators import unit_chain
+
+    graph = unit_chain(300)  # 601 nodes, no module names: nothing to fold
+    document = Document()
+    document.set_graph(graph)
+    view = show(GraphView(document), 900, 400)
+    view.canvas.fit()
+    assert view.is_overview
+    assert not any(item.isVisible() for item in view.nodes.values())
+    target = view.nodes["n150"]
+    point = view.canvas.mapFromScene(target.pos())
+    QTest.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(point))
+    assert document.selection == "n150"
+    view.canvas.centerOn(target)
+    view.canvas.zoom(1.0 / view.canvas.transform().m11())  # 100 %
+    assert not view.is_overview and target.isVisible()
