@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QSizePolicy,
+    QTableWidget,
     QToolButton,
     QToolTip,
     QVBoxLayout,
@@ -57,7 +58,15 @@ from app.views.plotting import (
     has_replay,
     install_export_action,
 )
-from app.views.timeline_nav import OverviewStrip, TimelineViewBox, merge_intervals, navigate
+from app.views.slice_table import fill_slice_table, make_slice_table
+from app.views.slices import slice_rows
+from app.views.timeline_nav import (
+    OverviewStrip,
+    TimelineViewBox,
+    focus_x,
+    merge_intervals,
+    navigate,
+)
 from solver.execution.explain import recompute_reason
 from solver.execution.simulate import Timeline
 
@@ -179,9 +188,45 @@ class GanttView(FollowsTheme, QWidget):
         """The timeline on display (from the current source)."""
         return self._source(self._document)
 
-    def navigate(self, key: int) -> bool:
-        """Zoom or pan as key ``key`` would (W/S/A/D, arrows); False if it is not one."""
-        return navigate(self._plot.getViewBox(), key)
+    def navigate(self, key: int, center: float | None = None) -> bool:
+        """Zoom or pan as key ``key`` would (W/S/A/D, arrows; F focuses the selection);
+        a zoom keeps ``center`` (ms; default: the time under the mouse, if it is over the
+        chart) in place. False if it is not a navigation key."""
+        if Qt.Key(key) == Qt.Key.Key_F:
+            return self.focus_selection()
+        if center is None:
+            center = self._time_under_mouse()
+        return navigate(self._plot.getViewBox(), key, center)
+
+    def focus_selection(self) -> bool:
+        """Show the measured range, or else the selected node's bars, filling the chart (F)."""
+        self.flush()
+        vb = self._plot.getViewBox()
+        if self._range is not None:
+            focus_x(vb, *self._range, margin=0.05)
+            return True
+        bars = self._table.bars_of(self._document.selection)
+        if not bars:
+            return False
+        focus_x(vb, min(b.start for b in bars), max(b.end for b in bars))
+        return True
+
+    def _time_under_mouse(self) -> float | None:
+        vb = self._plot.getViewBox()
+        view = self._widget
+        local = view.mapFromGlobal(QCursor.pos())
+        if not view.rect().contains(local):
+            return None
+        scene = view.mapToScene(local)
+        if not vb.sceneBoundingRect().contains(scene):
+            return None
+        return float(vb.mapSceneToView(scene).x())
+
+    @property
+    def slice_table(self) -> QTableWidget:
+        """The slice table of the measured range (hidden without one)."""
+        self.flush()
+        return self._slices
 
     def find(self, text: str) -> list[str]:
         """Node ids containing ``text`` (case-insensitive), in graph order; selects the first
@@ -221,13 +266,28 @@ class GanttView(FollowsTheme, QWidget):
         self._show_range_text()
 
     def _show_range_text(self) -> None:
-        """The measured range's readout: one short line, the totals in its tooltip."""
+        """The measured range's readout: one short line, the totals in its tooltip, and
+        the slice table (count and time of each kind in the range) over the chart."""
         if self._range is None:
             self._range_label.setText("")
             self._range_label.setToolTip(_RANGE_HINT)
+            self._slices.hide()
             return
         self._range_label.setText(range_summary(self._table, *self._range))
         self._range_label.setToolTip(range_totals(self._table, *self._range))
+        rows = slice_rows(self.timeline(), *self._range)
+        fill_slice_table(self._slices, rows)
+        self._slices.setVisible(bool(rows))
+        self._place_slices()
+
+    def _place_slices(self) -> None:
+        """The slice table in the chart's top-right corner, over the plot."""
+        table, chart = self._slices, self._widget
+        width = table.horizontalHeader().length() + 4
+        height = table.verticalHeader().length() + table.horizontalHeader().height() + 4
+        table.setFixedSize(width, min(height, max(chart.height() - 8, 40)))
+        table.move(max(chart.width() - width - 8, 0), 4)
+        table.raise_()
 
     def busy_in_range(self, lane: str, t0: float, t1: float) -> float:
         """Milliseconds lane ``lane`` is busy within ``[t0, t1]``."""
@@ -315,8 +375,9 @@ class GanttView(FollowsTheme, QWidget):
         hint.setStyleSheet("color: palette(mid);")
         hint.setProperty("export_hidden", True)  # a hint for the screen, not for a figure
         hint.setToolTip(
-            "W/S or \u2191/\u2193: zoom \u00b7 A/D or \u2190/\u2192: pan \u00b7 Ctrl+wheel: zoom "
-            "\u00b7 Shift+drag: measure a range (Esc clears) \u00b7 click a bar: select its node"
+            "W/S or \u2191/\u2193: zoom about the mouse \u00b7 A/D or \u2190/\u2192: pan \u00b7 "
+            "Ctrl+wheel: zoom \u00b7 F: focus the selection \u00b7 Shift+drag: measure a range, "
+            "its slices by kind (Esc clears) \u00b7 click a bar: select its node"
         )
         tools.addWidget(hint)
         self._tools = tools
@@ -353,6 +414,7 @@ class GanttView(FollowsTheme, QWidget):
         for item in (self._flow_lines, self._flow_tips, self._region):
             self._plot.addItem(item, ignoreBounds=True)
         self._viewbox.range_selected.connect(self.select_range)
+        self._slices = make_slice_table(self._widget)
         self._hover = HoverProxy(self._widget.scene(), self._on_scene_hovered)
         self._widget.scene().sigMouseClicked.connect(self._on_scene_clicked)
         self._plot.getViewBox().sigRangeChanged.connect(self._label_timer.start)
@@ -441,6 +503,8 @@ class GanttView(FollowsTheme, QWidget):
         (the window's step-through owns them otherwise)."""
         if watched is self._widget:
             kind = event.type()
+            if kind == QEvent.Type.Resize and self._slices.isVisible():
+                self._place_slices()
             if kind == QEvent.Type.ShortcutOverride and self.navigate_key(event.key(), True):
                 event.accept()
                 return True
@@ -652,7 +716,7 @@ class GanttView(FollowsTheme, QWidget):
 _RANGE_HINT = "Shift+drag on the chart to measure a range; Esc clears"
 _NAV_KEY_SET = frozenset(
     [Qt.Key.Key_W, Qt.Key.Key_A, Qt.Key.Key_S, Qt.Key.Key_D, Qt.Key.Key_Up, Qt.Key.Key_Down]
-    + [Qt.Key.Key_Left, Qt.Key.Key_Right]
+    + [Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_F]
 )
 
 

@@ -20,6 +20,7 @@ MODULES = [
     "app.import_model",
     "app.views.stepper",
     "app.views.timeline_nav",
+    "app.views.slices",
     "app.panels.live_range",
     "app.views.measured",
     "app.views.graph_items",

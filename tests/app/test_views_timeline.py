@@ -275,3 +275,37 @@ def test_window_export_dialog_avoids_the_bundled_examples_folder(make_window, mo
     )
     window.window_actions.export_trace.trigger()
     assert offered and not offered[0].startswith(str(GRAPHS_DIR.parent))
+
+
+def test_timeline_keys_zoom_about_the_time_under_the_mouse(view):
+    """Zoom about the mouse, as in Perfetto (it zoomed about the middle)."""
+    view.plot.setXRange(0.0, 10.0, padding=0)
+    assert view.navigate(Qt.Key.Key_W, center=2.0)
+    x0, x1 = x_range(view)
+    assert (2.0 - x0) / (x1 - x0) == pytest.approx(0.2)  # 2 ms stays where it was
+    assert x1 - x0 == pytest.approx(10.0 / ZOOM_STEP)
+
+
+def test_timeline_f_focuses_the_selection(view, document):
+    document.set_selection("d")  # d runs 7-11 ms on the cpu
+    view.plot.setXRange(0.0, 2.0, padding=0)
+    widget = chart(view)
+    widget.setFocus()
+    QTest.keyClick(widget, Qt.Key.Key_F)
+    x0, x1 = x_range(view)
+    assert x0 <= 7.0 and x1 >= 11.0 and x1 - x0 < 6.0
+    view.select_range(1.0, 3.0)
+    QTest.keyClick(widget, Qt.Key.Key_F)  # a measured range wins
+    x0, x1 = x_range(view)
+    assert x0 == pytest.approx(0.9) and x1 == pytest.approx(3.1)
+
+
+def test_timeline_range_has_a_slice_table_by_kind(view):
+    view.select_range(0.0, 5.0)  # a, b, c and the recomputed a on the gpu
+    table = view.slice_table
+    assert table.isVisibleTo(view)
+    rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+    assert rows == {"forward": "2", "loss": "1", "recompute": "1"}
+    assert table.item(0, 2).text() == "3 ms"  # a and b: 1 + 2 ms
+    view.select_range(None)
+    assert not table.isVisibleTo(view)
