@@ -44,6 +44,7 @@ from app.views.gantt_labels import BarLabels
 from app.views.gantt_lanes import Bar, LaneTable, lane_names, link_lane
 from app.views.gantt_layers import GanttLayers
 from app.views.gantt_text import (
+    compared_text,
     legend_html,
     op_tooltip,
     range_summary,
@@ -69,6 +70,7 @@ from app.views.timeline_nav import (
 )
 from solver.execution.explain import recompute_reason
 from solver.execution.simulate import Timeline
+from solver.optimize.solve import SolveResult
 
 __all__ = ["Bar", "GanttView"]
 
@@ -172,6 +174,20 @@ class GanttView(FollowsTheme, QWidget):
         prediction; it is dropped when another schedule is put on display."""
         self._measured = run
         self._on_document_result_changed()
+
+    def set_compared(self, result: SolveResult | None) -> None:
+        """Overlay ``result`` (another stored schedule of this graph: another budget, method,
+        with or without offloading) as ghost bars in the lower half of each lane, as
+        TensorBoard overlays two runs; ``None`` removes it. A measured run has precedence."""
+        self._compared = result
+        self._on_document_result_changed()
+
+    @property
+    def compared(self) -> SolveResult | None:
+        """The schedule overlaid for comparison, if any."""
+        return self._compared
+
+    _compared: SolveResult | None = None
 
     @property
     def measured(self) -> MeasuredRun | None:
@@ -601,6 +617,8 @@ class GanttView(FollowsTheme, QWidget):
             return  # the pending redraw writes it
         document = self._document
         header = summary_html(document.result, colors_for(self), document.is_provisional)
+        if self._measured is None and self._compared is not None and document.result is not None:
+            header += " \u00b7 " + compared_text(document.result, self._compared)
         if self._measured is not None:
             header += (
                 f" \u00b7 <b>executed</b> on this machine: {html.escape(self._measured.summary())}"
@@ -616,6 +634,9 @@ class GanttView(FollowsTheme, QWidget):
 
     def _fill_measured(self) -> None:
         run = self._measured
+        if run is None and self._compared is not None and self._compared.timeline is not None:
+            self._fill_compared(self._compared.timeline)
+            return
         starts, ends, lanes = [], [], []
         for device in run.peak_bytes if run is not None else ():
             if device in self._table.lane_of:
@@ -629,11 +650,24 @@ class GanttView(FollowsTheme, QWidget):
             np.concatenate(lanes or empty),
         )  # fmt: skip
 
+    def _fill_compared(self, other: Timeline) -> None:
+        lane_of = self._table.lane_of
+        spans = [(op.start, op.end, lane_of[op.device]) for op in other.ops if op.device in lane_of]
+        spans += [
+            (tr.start, tr.end, lane_of[link_lane(tr.source, tr.target)])
+            for tr in other.transfers
+            if link_lane(tr.source, tr.target) in lane_of
+        ]
+        array = np.array(spans, dtype=float).reshape(-1, 3)
+        self._layers.set_ghosts(array[:, 0], array[:, 1], array[:, 2])
+
     def _x_end(self, timeline: Timeline | None) -> float:
         """The time axis' extent: the schedule, or its measured run if that took longer."""
         end = timeline_end(timeline)
         if self._measured is not None and len(self._measured.ends):
             end = max(end, float(self._measured.ends[-1]))
+        elif self._compared is not None and self._compared.timeline is not None:
+            end = max(end, timeline_end(self._compared.timeline))
         return end
 
     def _fill_overview(self, timeline: Timeline | None) -> None:

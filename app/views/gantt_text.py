@@ -13,7 +13,9 @@ from solver.execution.simulate import OpEvent, TransferEvent
 from solver.optimize.solve import SolveResult
 
 __all__ = [
+    "compared_text",
     "is_offloading",
+    "result_label",
     "summary_html",
     "op_tooltip",
     "transfer_tooltip",
@@ -60,6 +62,30 @@ def summary_html(result: SolveResult | None, colors: Colors, provisional: bool =
         violation = html.escape(str(timeline.violation))
         text += f' · <span style="color:{colors.cursor}">invalid: {violation}</span>'
     return text
+
+
+def result_label(result: SolveResult) -> str:
+    """A stored result as the comparison lists it: method, memory limits, total time."""
+    limits = ""
+    if result.schedule is not None:
+        limits = ", ".join(
+            f"{d} {format_size(b)}" for d, b in sorted(result.schedule.memory_limits.items())
+        )
+    total = format_ms(result.timeline.total_ms) if result.timeline is not None else "-"
+    return " \u00b7 ".join(p for p in (result.method, limits, total) if p)
+
+
+def compared_text(shown: SolveResult, other: SolveResult) -> str:
+    """The header's note on an overlaid schedule: what it is and how the one on display
+    compares (rich text)."""
+    if shown.timeline is None or other.timeline is None:
+        return ""
+    a, b = shown.timeline.total_ms, other.timeline.total_ms
+    change = f"{(a - b) / b:+.1%}" if b > 0 else ""
+    return (
+        f"<i>overlaid (lower half of each lane): {html.escape(result_label(other))}; this one "
+        f"{change}</i>"
+    )
 
 
 def op_tooltip(op: OpEvent, operator: str, budget: int, reason: str) -> str:

@@ -28,6 +28,7 @@ from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_ex
 from app.views.tensor_bands import workspace_at
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import MemoryCurve, Timeline
+from solver.optimize.solve import SolveResult
 
 __all__ = ["MemoryView"]
 
@@ -66,7 +67,10 @@ class _DevicePlot:
         """The measured peak of an executed schedule (Solve > Execute on PyTorch)."""
         self.measured.setVisible(False)
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
+        self.compared = pg.PlotDataItem(stepMode="center")
+        """Another stored schedule's memory on this device, dashed (the comparison)."""
         self.plot.addItem(self.curve)
+        self.plot.addItem(self.compared)
         self.plot.addItem(self.offloaded)
         self.plot.addItem(self.selected)
         self.plot.addItem(self.peak)
@@ -158,6 +162,30 @@ class MemoryView(FollowsTheme, QWidget):
         another schedule is put on display)."""
         self._measured = run
         self._redraw()
+
+    def set_compared(self, result: SolveResult | None) -> None:
+        """Draw ``result``'s memory, dashed, over each device's curve (``None``: remove)."""
+        self._compared = result
+        self._redraw_compared()
+
+    def compared_curve(self, device: str) -> pg.PlotDataItem:
+        """The overlaid schedule's memory curve on ``device`` (plot units)."""
+        self.flush()
+        return self._plots[device].compared
+
+    _compared: SolveResult | None = None
+
+    def _redraw_compared(self) -> None:
+        other = self._compared.timeline if self._compared is not None else None
+        colors = colors_for(self)
+        for item in self._plots.values():
+            curve = other.memory.get(item.device) if other is not None else None
+            if curve is None:
+                item.compared.setData([], [])
+                continue
+            x, y = _steps(curve, timeline_end(other))
+            item.compared.setData(x, y / item.scale)
+            item.compared.setPen(colors.pen(colors.foreground, 1.3, dashed=True))
 
     def measured_line(self, device: str) -> pg.InfiniteLine:
         """The horizontal line at ``device``'s measured peak (hidden without a measurement)."""
@@ -359,6 +387,7 @@ class MemoryView(FollowsTheme, QWidget):
             self._draw_device(item, curve, end, budget)
             self._draw_offloaded(item, timeline, end)
             self._draw_selected(item)
+        self._redraw_compared()
         if self._plots:
             first = next(iter(self._plots.values())).plot
             if self._link is None:
