@@ -24,6 +24,7 @@ MODULES = [
     "app.panels.live_range",
     "app.views.measured",
     "app.views.graph_items",
+    "app.views.tensor_style",
 ]
 
 
