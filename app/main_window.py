@@ -40,6 +40,7 @@ from app.panels.inspector import InspectorPanel
 from app.panels.solver_panel import SolverPanel, status_text
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.solving import SolveController
+from app.store_lookup import StoreWriter
 from app.tour import Tour
 from app.views.comparison import ComparisonView
 from app.views.explorer import ExplorerView
@@ -78,7 +79,9 @@ class MainWindow(QMainWindow):
         self.settings = settings or AppSettings()
         self.document = Document(self)
         self.document.set_settings(self.settings.solver_settings())
-        self.controller = SolveController(self.document, self)
+        self.store_writer = StoreWriter()
+        """Stores finished solves off the GUI thread; drained when the window closes."""
+        self.controller = SolveController(self.document, self.store_writer, self)
         self.files = FileController(self.document, self.settings, self, self)
         self.graph_view = GraphView(self.document)
         self.devices_panel = DevicesPanel(self.document)
@@ -405,6 +408,7 @@ class MainWindow(QMainWindow):
         self.settings.set_window_state(self.saveGeometry(), self.saveState())
         self.settings.set_solver_settings(self.document.settings)
         self.controller.shutdown()
+        self.store_writer.drain()
         event.accept()
 
 
