@@ -23,6 +23,13 @@ paint, with their CPU. ``--runs N`` repeats the solve N times, each in a fresh p
 incumbent costs more in a fresh window), and tabulates the longest gap of each run:
 
     .venv/bin/python bench/draw.py --stall vgg16 --solver cbc --limit 20 --runs 10
+
+``--stream SECONDS`` plays a solve in the real window that streams a 5,000-operation (``--ops``)
+incumbent ``--rate`` times a second, and reports the event loop's longest gaps: the window's
+own cost of drawing one big incumbent after another (no solver competes for the CPUs).
+
+The graph view's table times its layout (module folding, layering, wrapping), its first draw
+and pan and zoom frames on a 5,000-node chain and a 5,000-op graph named by module path.
 """
 
 from __future__ import annotations
@@ -531,6 +538,81 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> di
     }
 
 
+def measure_streaming(ops: int, seconds: float, rate: float) -> dict:
+    """The window on the synthetic ``ops``-operation schedule while a solve streams an
+    incumbent ``rate`` times a second for ``seconds``, then ends: the event loop's longest
+    gap (a 10 ms timer). The solve is played, not run: its worker is held, and replayed
+    incumbents (as the child process sends them) are handed to it, so what is measured is
+    the window's own work of drawing a 5,000-operation incumbent after another."""
+    from PySide6.QtCore import QStandardPaths, QTimer
+
+    from app.main_window import MainWindow
+    from app.settings import AppSettings
+    from app.solve_process import ProvisionalSchedule
+    from app.workers import ProcessWorker
+    from solver.status import Progress
+
+    QStandardPaths.setTestModeEnabled(True)
+    app = QApplication.instance()
+    settings = AppSettings()
+    settings.clear()
+    settings.set_tour_seen(True)
+    ProcessWorker.start = lambda self, pool=None: None  # the solve is played below
+    graph = synthetic_graph(ops // 2 + 1)
+    results = [make_result(graph) for _ in range(3)]
+    window = MainWindow(settings)
+    window.resize(1600, 1000)
+    window.show()
+    window.document.open(graph)
+    for _ in range(20):
+        app.processEvents()
+    window.controller.solve()
+    worker = window.controller.current_worker
+    gaps: list[float] = []
+    state = {"last": time.perf_counter(), "sent": 0}
+    started = time.perf_counter()
+
+    def tick() -> None:
+        now = time.perf_counter()
+        gaps.append(now - state["last"])
+        state["last"] = now
+
+    def send() -> None:
+        k = state["sent"]
+        result = results[k % len(results)]
+        elapsed = time.perf_counter() - started
+        cost = result.timeline.total_ms * (1 + 0.5 / (k + 1))
+        worker.signals.progress.emit(Progress(elapsed, cost, 0.8 * cost, 0.2, "Cbc0010I line"))
+        worker.signals.progress.emit(
+            ProvisionalSchedule(elapsed, cost, result.schedule, result.timeline)
+        )
+        state["sent"] = k + 1
+        if elapsed >= seconds:
+            feeder.stop()
+            worker.signals.finished.emit(results[0])
+            QTimer.singleShot(800, app.quit)
+
+    timer = QTimer(interval=10)
+    timer.timeout.connect(tick)
+    feeder = QTimer(interval=int(1000 / rate))
+    feeder.timeout.connect(send)
+    timer.start()
+    feeder.start()
+    app.exec()
+    timer.stop()
+    window.document.undo_stack.setClean()
+    window.controller.shutdown()
+    window.close()
+    longest = sorted(gaps, reverse=True)[:5]
+    print(
+        f"streaming: {state['sent']} incumbents of {len(results[0].timeline.ops)} operations "
+        f"over {seconds:g} s ({rate:g}/s) and the final result; {len(gaps)} ticks; longest "
+        f"gaps {', '.join(f'{g * 1000:.0f}' for g in longest)} ms; gaps > 50 ms: "
+        f"{sum(g > 0.05 for g in gaps)}"
+    )
+    return {"gap_ms": longest[0] * 1000 if longest else 0.0}
+
+
 def stall_runs(argv: list[str], runs: int) -> int:
     """Run the stall measurement ``runs`` times, each in a fresh process, and tabulate the
     longest gap of each run (what a first incumbent costs is only seen in a fresh window)."""
@@ -578,6 +660,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=30.0, help="solver time limit (s)")
     parser.add_argument("--runs", type=int, default=1, help="--stall: runs, each a new process")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stream",
+        type=float,
+        metavar="SECONDS",
+        help="measure event-loop gaps while a played solve streams --ops-operation incumbents",
+    )
+    parser.add_argument("--rate", type=float, default=4.0, help="--stream: incumbents a second")
     args = parser.parse_args(argv)
     if args.stall and args.runs > 1:
         rest = [a for a in (argv if argv is not None else sys.argv[1:])]
@@ -587,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
         return stall_runs(rest, args.runs)
     app = QApplication.instance() or (timed_application() if args.stall else QApplication([]))
     apply_theme(app, "light")
+    if args.stream:
+        measure_streaming(args.ops, args.stream, args.rate)
+        return 0
     if args.stall:
         trace_slots()
         summary = measure_stall(args.stall, args.gpu_percent, args.solver, args.limit)
