@@ -130,7 +130,7 @@ def shape_text(shape: object) -> str:
     return "×".join(str(d) for d in shape) if shape else "scalar"
 
 
-def box_lines(node: Node) -> tuple[str, str, str]:
+def box_lines(node: Node, op_level: bool = False) -> tuple[str, str, str]:
     """A box's three lines: what it is (op type, or a folded module's name), its output
     (shape and size, or what the module holds), and its name (``""`` when the first line
     already is it). Netron's boxes say the op; the name is the third line and the tooltip."""
@@ -143,9 +143,11 @@ def box_lines(node: Node) -> tuple[str, str, str]:
         )
     shape = shape_text(extra.get("shape"))
     detail = " · ".join(p for p in (shape, format_size(node.memory)) if p)
-    if node.op:
+    # a node of an op-level import is its op, as in Netron; a layer (conv1, a fused
+    # "conv+batch_norm+relu") or a hand-made node is its name, with the op on the third line
+    if node.op and op_level:
         return node.op, detail, node.id
-    return node.id, detail, ""
+    return node.id, detail, node.op
 
 
 @functools.lru_cache(maxsize=1)
@@ -215,9 +217,11 @@ class LazyTip:
 class NodeItem(LazyTip, QGraphicsItem):
     """One operator: a rounded box centred on its position, with chips in step mode."""
 
-    def __init__(self, node: Node, height: float, colors: Colors):
+    def __init__(self, node: Node, height: float, colors: Colors, op_level: bool = False):
         super().__init__()
         self.node = node
+        self._op_level = op_level
+        """The graph is an op-level import: the box's first line is its op type."""
         self.node_id = node.id
         self._height = height
         self._box = QRectF(-NODE_WIDTH / 2, -height / 2, NODE_WIDTH, height)
@@ -411,7 +415,7 @@ class NodeItem(LazyTip, QGraphicsItem):
         text_box = box.adjusted(6, 0, -2, 0)
         name = self._titles.get(pixels)
         if name is None:
-            title = box_lines(self.node)[0]
+            title = box_lines(self.node, self._op_level)[0]
             name = self._titles[pixels] = fitted_name(title, QFontMetricsF(font), text_box.width())
         painter.drawText(text_box, _CENTRE, name)
 
@@ -427,7 +431,7 @@ class NodeItem(LazyTip, QGraphicsItem):
         """The box's lines fitted once (fonts, elisions and places never change for a box)."""
         colors = self._colors
         text_box = box.adjusted(10, 3, -5, -3)
-        first, second, third = box_lines(self.node)
+        first, second, third = box_lines(self.node, self._op_level)
         title, small = _TEXT_FONTS()
         metrics, small_metrics = QFontMetricsF(title), QFontMetricsF(small)
         width = text_box.width()

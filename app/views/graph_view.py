@@ -485,9 +485,10 @@ class GraphView(FollowsTheme, QWidget):
         positions = self._positions()
         biggest = max((n.memory for n in graph.nodes), default=0) or 1
         devices = tuple(d.name for d in graph.devices)
+        op_level = source.meta.get("level") == "op"
         for node in graph.nodes:
             height = MIN_HEIGHT + (MAX_HEIGHT - MIN_HEIGHT) * math.sqrt(node.memory / biggest)
-            item = NodeItem(node, height, colors)
+            item = NodeItem(node, height, colors, op_level)
             item.setPos(self._pinned.get(node.id) or QPointF(*positions[node.id]))
             if self._residency is not None:
                 item.set_residency(devices, self._residency.get(node.id, {}))
