@@ -206,6 +206,7 @@ class SolverPanel(FollowsTheme, QWidget):
         progress_box.setContentsMargins(0, 2, 0, 0)
         progress_box.addWidget(self.plot_legend)
         progress_box.addWidget(self.plot, 1)
+        progress_box.addStretch(0)  # the plot's height is capped: the rest below it, not above
         log_page = QWidget()
         log_box = QVBoxLayout(log_page)
         log_box.setContentsMargins(0, 2, 0, 0)
