@@ -718,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     modular = synthetic_modular_graph(args.ops)
     graphs = [
-        ("chain", bench_graph_layout(graph, False, args.repeat)),
+        ("chain", bench_graph_layout(synthetic_graph(args.ops), False, args.repeat)),
         ("modular, all", bench_graph_layout(modular, False, args.repeat)),
         ("modular, folded", bench_graph_layout(modular, True, args.repeat)),
     ]
