@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QInputDialog, QMenu, QMessageBox, QWidget
 
 from app.child_task import ChildTask, run_until_cancelled
 from app.dialogs import ErrorDialog
-from app.views.measured import measured_run
+from app.views.measured import measured_run, prediction_basis
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
 from solver.document.units import format_size
@@ -50,13 +50,39 @@ def execute_job(
     return {**report.to_json(), "op_ms": [list(row) for row in report.op_ms]}
 
 
-def report_text(doc: Mapping[str, Any]) -> str:
-    """The result as lines: gradients, time, then one line per device."""
+def execution_blocker(graph: Graph | None, full: bool = True) -> str:
+    """Why Execute cannot run ``graph``, in one line; empty when it can.
+
+    An ONNX import: its meta names a file and a shape, so it passed the importers' rule, asked
+    for a device map and then failed with a misleading "model spec ... not module:Class"
+    (there is no PyTorch module to run). Then, when ``full``, the importers' own rule (a
+    synthetic graph names no model); without it, only whether the meta names a model at all:
+    the importers' module takes 0.2 s to import, and the enabled state is asked at every
+    result, where that import stalled the window.
+    """
+    if graph is None:
+        return "no graph"
+    if "onnx" in str(graph.meta.get("importer", "")).lower():
+        return (
+            f"graph '{graph.name}' was imported from an ONNX file, which holds no PyTorch module "
+            "to run; import the model's PyTorch class (File > Import Model) to execute it"
+        )
+    if not full:
+        return "" if "source" in graph.meta else f"graph '{graph.name}' names no model"
+    from solver.executors.execute_graph import executable_reason
+
+    return executable_reason(graph)
+
+
+def report_text(doc: Mapping[str, Any], basis: str = "") -> str:
+    """The result as lines: gradients, time, then one line per device; ``basis`` says what
+    the prediction models (:func:`prediction_basis`)."""
     measured, predicted = doc["measured"], doc["predicted"]
     lines = [
         f"Gradients equal loss.backward(): {'yes' if doc['gradients_match'] else 'NO'}"
         f" (max difference {doc['max_abs_gradient_error']:.2g})",
-        f"Time: measured {measured['total_ms']:.1f} ms, predicted {predicted['total_ms']:.1f} ms",
+        f"Time: measured {measured['total_ms']:.1f} ms on this machine, predicted "
+        f"{predicted['total_ms']:.1f} ms" + (f" for {basis}" if basis else ""),
     ]
     for device, peak in measured["peak_bytes"].items():
         lines.append(
@@ -122,16 +148,18 @@ class ExecuteAction(QObject):
     def _on_document_result_changed(self) -> None:
         result = self.document.result
         shown = result is not None and result.schedule is not None
-        self.action.setEnabled(shown and not self.task.running)
+        blocker = execution_blocker(self.document.graph, full=False) if shown else ""
+        self.action.setEnabled(shown and not blocker and not self.task.running)
+        tip = "Run the schedule as a real training step and measure it"
+        self.action.setStatusTip(f"Cannot execute: {blocker}" if blocker else tip)
+        self.action.setToolTip(self.action.statusTip())
 
     def start(self) -> bool:
         """Snapshot graph and schedule, ask for the device map, start the worker."""
         graph, result = self.document.graph, self.document.result
         if graph is None or result is None or result.schedule is None or self.task.running:
             return False
-        from solver.executors.execute_graph import executable_reason
-
-        reason = executable_reason(graph)
+        reason = execution_blocker(graph)
         if reason:
             ErrorDialog.show_error(self.window, "This graph cannot be executed", reason)
             return False
@@ -159,7 +187,8 @@ class ExecuteAction(QObject):
         self._on_document_result_changed()
         self.window.statusBar().showMessage("Executed on PyTorch", 5000)
         self.show_measured(doc)
-        ExecutionDialog.show_report(self.window, report_text(doc))
+        basis = prediction_basis(self.document.graph)
+        ExecutionDialog.show_report(self.window, report_text(doc, basis))
 
     def show_measured(self, doc: Mapping[str, Any]) -> None:
         """Measured beside predicted in the schedule views: ghost bars in the Gantt chart,

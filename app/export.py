@@ -236,7 +236,10 @@ def chrome_trace(timeline: Timeline, name: str = "schedule") -> dict[str, object
     """The timeline as a Chrome trace (the JSON Perfetto and chrome://tracing open).
 
     One complete event (``"ph": "X"``) per operation and per transfer, times in microseconds;
-    one thread per device and per link, named by metadata events, in the Gantt's order.
+    one thread per device and per link, named by metadata events, in the Gantt's order. Each
+    device's memory in use is a counter track (``"ph": "C"``, one sample per change, beside a
+    flat one for its activation budget), and each copy is joined to the operation that reads
+    it by a flow arrow (``"ph": "s"`` at the copy's end, ``"f"`` at the operation's start).
     """
     lanes = list(dict.fromkeys([*timeline.devices, *(op.device for op in timeline.ops)]))
     links = list(dict.fromkeys(f"{t.source} \u2192 {t.target}" for t in timeline.transfers))
@@ -270,14 +273,54 @@ def chrome_trace(timeline: Timeline, name: str = "schedule") -> dict[str, object
                 "ph": "X",
                 "pid": 1,
                 "tid": tid[f"{tr.source} \u2192 {tr.target}"],
-                "name": f"copy {tr.tensor}",
-                "cat": "transfer",
+                "name": f"{'offload' if tr.offload else 'copy'} {tr.tensor}",
+                "cat": "offload" if tr.offload else "transfer",
                 "ts": _us(tr.start),
                 "dur": _us(tr.end - tr.start),
                 "args": {"stage": tr.stage, "for": tr.consumer, "bytes": tr.bytes},
             }
         )
+    events += _memory_counters(timeline)
+    events += _copy_flows(timeline, tid)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def _memory_counters(timeline: Timeline) -> list[dict[str, object]]:
+    """A counter track per device: bytes in use at each change, and its activation budget."""
+    events: list[dict[str, object]] = []
+    end = _us(max((op.end for op in timeline.ops), default=0.0))
+    for device, curve in timeline.memory.items():
+        last = None
+        for t, value in zip(curve.times, curve.bytes, strict=True):
+            if value != last:
+                events.append(_counter(f"{device} memory", _us(float(t)), int(value)))
+                last = value
+        budget = int(timeline.activation_budgets.get(device, 0))
+        if budget:
+            for t in (0.0, end):
+                events.append(_counter(f"{device} activation budget", t, budget))
+    return events
+
+
+def _counter(name: str, ts: float, value: int) -> dict[str, object]:
+    return {"ph": "C", "pid": 1, "name": name, "ts": ts, "args": {"bytes": value}}
+
+
+def _copy_flows(timeline: Timeline, tid: dict[str, int]) -> list[dict[str, object]]:
+    """A flow arrow from each copy's end to the start of the operation that reads it."""
+    readers = {(op.stage, op.node, op.device): op for op in timeline.ops}
+    events: list[dict[str, object]] = []
+    for k, tr in enumerate(timeline.transfers):
+        op = readers.get((tr.stage, tr.consumer, tr.target))
+        if tr.offload or op is None:
+            continue  # an offloading copy is kept, not read at once
+        flow = {"pid": 1, "name": f"copy {tr.tensor}", "cat": "copy", "id": k + 1}
+        link = tid[f"{tr.source} \u2192 {tr.target}"]
+        events.append({**flow, "ph": "s", "tid": link, "ts": _us(tr.end) - 0.001})
+        events.append(
+            {**flow, "ph": "f", "bp": "e", "tid": tid[op.device], "ts": _us(op.start) + 0.001}
+        )
+    return events
 
 
 def export_chrome_trace(timeline: Timeline, path: str | os.PathLike, name: str = "") -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -25,12 +26,13 @@ from app.export import (
 )
 from app.project import Project, load_any, result_from_schedule, save_project
 from app.settings import AppSettings
-from solver.document.examples import bundled_graphs
+from solver.document.examples import GRAPHS_DIR, bundled_graphs
 from solver.document.graph import Graph
 from solver.document.graph_io import load_graph, save_graph
 from solver.document.schedule_io import load_schedule
 from solver.editing.edits import empty_graph
 from solver.errors import XEngineError, printable
+from solver.execution.simulate import Timeline
 
 __all__ = ["FileController", "PROJECT_SUFFIX", "OPEN_FILTERS"]
 
@@ -219,23 +221,43 @@ class FileController(QObject):
             lambda path: export_timeline_csv(result.timeline, path),
         )  # fmt: skip
 
+    trace_source: Callable[[], tuple[Timeline | None, str]] | None = None
+    """The timeline on display and what it is ("" or "concurrent"), set by the window: the
+    trace is the timeline the user looks at (it was always the serial one)."""
+
     def export_trace(self) -> bool:
-        """Write the result's timeline as a Chrome trace (Perfetto, chrome://tracing)."""
+        """Write the timeline on display as a Chrome trace (Perfetto, chrome://tracing)."""
         result = self._document.result
         if result is None or result.timeline is None:
             return False
+        timeline, kind = result.timeline, ""
+        if self.trace_source is not None:
+            shown, kind = self.trace_source()
+            timeline = shown if shown is not None else timeline
         graph = self._document.graph
         name = (graph.name if graph is not None else "schedule").replace(" ", "_") or "schedule"
+        name += f" ({kind})" if kind else ""
         return self._export(
             "Export Chrome trace", ".trace.json", TRACE_FILTERS,
-            lambda path: export_chrome_trace(result.timeline, path, name),
+            lambda path: export_chrome_trace(timeline, path, name),
         )  # fmt: skip
+
+    def export_folder(self) -> str:
+        """Where an export is offered: the last folder used, unless that is the bundled
+        examples' folder inside the installation (File > Open of an example left the dialog
+        there), then the home folder."""
+        folder = self._settings.last_dir()
+        try:
+            inside = Path(folder).resolve().is_relative_to(GRAPHS_DIR.resolve().parent)
+        except (OSError, ValueError):
+            inside = False
+        return str(Path.home()) if inside else folder
 
     def _export(self, caption: str, suffix: str, filters: str, write) -> bool:
         graph = self._document.graph
         name = _slug(graph.name if graph is not None else "") + suffix
         path = FileDialog.save_path(
-            self._window, caption, os.path.join(self._settings.last_dir(), name), filters
+            self._window, caption, os.path.join(self.export_folder(), name), filters
         )
         if not path:
             return False
@@ -244,6 +266,7 @@ class FileController(QObject):
         except (OSError, ValueError) as exc:
             self._fail(f"Could not write {Path(path).name}", exc)
             return False
+        self._settings.set_last_dir(path)
         self.status_message.emit(f"Exported {Path(path).name}")
         return True
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
@@ -187,7 +187,7 @@ class ImportModelDialog(QDialog):
     def is_torch(self) -> bool:
         return self.torch_button.isChecked()
 
-    def _on_kind_toggled(self) -> None:
+    def _on_kind_toggled(self, *_: object) -> None:
         torch = self.is_torch
         self.model_label.setText("Model" if torch else "File")
         self.model_edit.setPlaceholderText(
@@ -261,11 +261,56 @@ class ImportModelDialog(QDialog):
             return
         self.accept()
 
+    def fields(self) -> dict[str, object]:
+        """What the user typed and chose, to fill the dialog with next time."""
+        return {
+            "onnx": self.onnx_button.isChecked(),
+            "model": self.model_edit.text(),
+            "inputs": self.input_edit.text(),
+            **{name: combo.currentText() for name, combo in self._combos().items()},
+        }
+
+    def set_fields(self, fields: dict[str, object]) -> None:
+        """Fill the dialog with :meth:`fields` of an earlier one."""
+        (self.onnx_button if fields.get("onnx") else self.torch_button).setChecked(True)
+        self.model_edit.setText(str(fields.get("model", "")))
+        self.input_edit.setText(str(fields.get("inputs", "")))
+        for name, combo in self._combos().items():
+            if name in fields:
+                combo.setCurrentText(str(fields[name]))
+
+    def show_error(self, message: str) -> None:
+        """Name what went wrong in red inside the dialog."""
+        self.error_label.setText(message)
+        self.error_label.show()
+
+    def _combos(self) -> dict[str, QComboBox]:
+        return {
+            "capture": self.capture_combo,
+            "level": self.level_combo,
+            "cost": self.cost_combo,
+            "gpu": self.gpu_combo,
+            "link": self.link_combo,
+        }
+
     @classmethod
-    def ask(cls, parent: QWidget | None, last_dir: str = "") -> ModelImportRequest | None:
-        """Show the dialog; the request, or ``None`` if the user cancelled."""
+    def ask(
+        cls,
+        parent: QWidget | None,
+        last_dir: str = "",
+        fields: dict[str, object] | None = None,
+        error: str = "",
+    ) -> tuple[ModelImportRequest, dict[str, object]] | None:
+        """Show the dialog, filled with ``fields`` and showing ``error`` (an import that
+        failed); the request and the fields, or ``None`` if the user cancelled."""
         dialog = cls(parent, last_dir)
-        return dialog.request() if dialog.exec() == QDialog.DialogCode.Accepted else None
+        if fields:
+            dialog.set_fields(fields)
+        if error:
+            dialog.show_error(error)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        return dialog.request(), dialog.fields()
 
 
 class ImportModelAction(QObject):
@@ -285,10 +330,18 @@ class ImportModelAction(QObject):
         self.action.triggered.connect(self.ask)
         _add_after_import_graph(window, self.action)
 
-    def ask(self) -> bool:
-        """Ask what to import, then start it."""
-        request = ImportModelDialog.ask(self.window, self.window.settings.last_dir())
-        return self.start(request) if request is not None else False
+    def ask(self, error: str = "") -> bool:
+        """Ask what to import (the dialog filled as the user left it), then start it."""
+        answer = ImportModelDialog.ask(
+            self.window, self.window.settings.last_dir(), self._fields, error
+        )
+        if answer is None:
+            return False
+        request, self._fields = answer
+        return self.start(request)
+
+    _fields: dict[str, object] | None = None
+    """The dialog's fields at the last Import: it reopened blank."""
 
     def start(self, request: ModelImportRequest) -> bool:
         """Run the import in a child process; a progress box offers Cancel meanwhile."""
@@ -304,7 +357,12 @@ class ImportModelAction(QObject):
         self.action.setEnabled(True)
         label = self._request.label if self._request is not None else "the model"
         if isinstance(value, ImportFailure):
-            ErrorDialog.show_error(self.window, f"Could not import {label}", value.message)
+            # the dialog again, as the user left it, with the reason in it: a missing class
+            # or a wrong shape came in a box of its own after the dialog had closed
+            self.window.statusBar().showMessage(f"Could not import {label}", STATUS_TIMEOUT_MS)
+            if self._fields is None and self._request is not None:
+                self._fields = _fields_of(self._request)
+            QTimer.singleShot(0, self, lambda: self.ask(value.message))
             return
         self.window.files.adopt_graph(value, f"Import {Path(label).name}")
         self.window.statusBar().showMessage(
@@ -319,6 +377,25 @@ class ImportModelAction(QObject):
 
     def _on_task_cancelled(self) -> None:
         self.action.setEnabled(True)
+
+
+def _fields_of(request: ModelImportRequest) -> dict[str, object]:
+    """The dialog's fields for a request made without it (e.g. by a script).
+
+    >>> _fields_of(ModelImportRequest(("import-torch", "m:Net", "--input", "4x6", "--input",
+    ...     "4x2", "--level", "op"), "m:Net"))
+    {'onnx': False, 'model': 'm:Net', 'inputs': '4x6 4x2', 'level': 'op'}
+    """
+    argv = list(request.argv)
+    fields: dict[str, object] = {"onnx": argv[0] == "import-onnx", "model": argv[1]}
+    options = {"--capture": "capture", "--level": "level", "--cost": "cost", "--gpu": "gpu"}
+    options["--link"] = "link"
+    inputs = [argv[k + 1] for k in range(2, len(argv) - 1) if argv[k] == "--input"]
+    fields["inputs"] = " ".join(inputs)
+    for k in range(2, len(argv) - 1):
+        if argv[k] in options:
+            fields[options[argv[k]]] = argv[k + 1]
+    return fields
 
 
 def _combo(items: list[str]) -> QComboBox:

@@ -15,14 +15,17 @@ from dataclasses import replace
 
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
     QMessageBox,
+    QStyle,
     QTabWidget,
+    QToolButton,
     QWidget,
 )
 
@@ -37,6 +40,7 @@ from app.panels.inspector import InspectorPanel
 from app.panels.solver_panel import SolverPanel, status_text
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.solving import SolveController
+from app.store_lookup import StoreWriter
 from app.tour import Tour
 from app.views.comparison import ComparisonView
 from app.views.explorer import ExplorerView
@@ -75,7 +79,9 @@ class MainWindow(QMainWindow):
         self.settings = settings or AppSettings()
         self.document = Document(self)
         self.document.set_settings(self.settings.solver_settings())
-        self.controller = SolveController(self.document, self)
+        self.store_writer = StoreWriter()
+        """Stores finished solves off the GUI thread; drained when the window closes."""
+        self.controller = SolveController(self.document, self.store_writer, self)
         self.files = FileController(self.document, self.settings, self, self)
         self.graph_view = GraphView(self.document)
         self.devices_panel = DevicesPanel(self.document)
@@ -83,6 +89,7 @@ class MainWindow(QMainWindow):
         self.solver_panel = SolverPanel(self.document, self.controller)
         self.stepper = StepperPanel(self.document)
         self.schedule_tabs = self._build_central()
+        self.files.trace_source = self._timeline_on_display
         self.docks: dict[str, QDockWidget] = {}
         self._build_docks()
         self.result_label = QLabel()
@@ -135,6 +142,7 @@ class MainWindow(QMainWindow):
             QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
         )
         graph = self._dock("graph", "Graph", self.graph_view, area.TopDockWidgetArea)
+        graph.setTitleBarWidget(self._graph_title_bar(graph))
         devices = self._dock("devices", "Devices", self.devices_panel, area.RightDockWidgetArea)
         inspector = self._dock("inspector", "Inspector", self.inspector, area.RightDockWidgetArea)
         solver = self._dock("solver", "Solver", self.solver_panel, area.RightDockWidgetArea)
@@ -147,6 +155,57 @@ class MainWindow(QMainWindow):
         self.resizeDocks([devices, solver], [360, 520], Qt.Orientation.Vertical)
         self.resizeDocks([devices], [400], Qt.Orientation.Horizontal)
 
+    def fit_docks(self) -> None:
+        """Give the devices dock the height of its rows, the solver panel the rest (on a
+        1280x720 screen only the CPU row showed, the GPU row, which the tour is about, had to
+        be scrolled to in a sliver)."""
+        devices, solver = self.docks["devices"], self.docks["solver"]
+        if devices.isFloating() or solver.isFloating() or not devices.isVisible():
+            return
+        tab_bar = 28  # devices and inspector share the area as tabs
+        need = self.devices_panel.rows_height() + tab_bar
+        column = devices.height() + solver.height()
+        solver_min = solver.minimumSizeHint().height()
+        if column <= 0:
+            return
+        want = min(need, max(column - solver_min, column // 3))
+        if abs(devices.height() - want) <= 2:
+            return  # already fitted: a relayout repaints the whole window (~100 ms)
+        logger.debug("fit_docks: need %d column %d want %d", need, column, want)
+        self.resizeDocks([devices, solver], [want, column - want], Qt.Orientation.Vertical)
+
+    def _graph_title_bar(self, dock: QDockWidget) -> QWidget:
+        """The graph's toolbar as its dock's title bar: at 1280x720 the title row and the
+        toolbar row left the drawing 85 px. Dragging the bar's empty part still moves the
+        dock; its float and close buttons are the bar's last two."""
+        bar = QWidget()
+        bar.setObjectName("graph_title_bar")
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(6, 0, 2, 0)
+        row.setSpacing(4)
+        title = QLabel("<b>Graph</b>")
+        row.addWidget(title)
+        toolbar = self.graph_view.toolbar
+        self.graph_view.layout().removeWidget(toolbar)
+        row.addWidget(toolbar, 1)
+        style = self.style()
+        for icon, tip, slot in (
+            (
+                QStyle.StandardPixmap.SP_TitleBarNormalButton,
+                "Float the graph in a window of its own",
+                lambda: dock.setFloating(not dock.isFloating()),
+            ),
+            (
+                QStyle.StandardPixmap.SP_TitleBarCloseButton,
+                "Close the graph (View menu)",
+                dock.close,
+            ),
+        ):
+            button = QToolButton(icon=style.standardIcon(icon), toolTip=tip, autoRaise=True)
+            button.clicked.connect(slot)
+            row.addWidget(button)
+        return bar
+
     def _connect(self) -> None:
         doc = self.document
         doc.file_path_changed.connect(self._on_document_title_changed)
@@ -158,6 +217,7 @@ class MainWindow(QMainWindow):
         doc.edge_selection_changed.connect(self._on_document_selection_changed)
         doc.result_changed.connect(self._on_document_result_changed)
         self.files.status_message.connect(self._show_message)
+        self.devices_panel.rows_rebuilt.connect(self._on_devices_panel_rows_rebuilt)
         self.controller.running_changed.connect(self._on_controller_running_changed)
         self.controller.failed.connect(self._on_controller_failed)
         self.controller.notice.connect(self._show_message)  # e.g. a result from the store
@@ -175,6 +235,13 @@ class MainWindow(QMainWindow):
         a.show_tour.triggered.connect(self.tour.start)
         a.about.triggered.connect(self.show_about)
         self.graph_view.add_edit_actions([a.add_node, a.delete, a.build_training])
+        self.graph_view.full_window_action.toggled.connect(self.set_graph_full_window)
+        self.addAction(self.graph_view.full_window_action)  # its shortcut, window-wide
+        leave = QAction("Leave full-window graph", self, shortcut="Esc")
+        leave.triggered.connect(lambda: self.graph_view.full_window_action.setChecked(False))
+        leave.setEnabled(False)
+        self.addAction(leave)
+        self._leave_full_window = leave
 
     def _restore_layout(self) -> None:
         geometry, state = self.settings.window_state()
@@ -182,6 +249,30 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+        else:  # a layout the user never arranged follows the window's size
+            self._fit_pending = True
+
+    _fit_pending = False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if self._fit_pending and self.isVisible():
+            QTimer.singleShot(0, self.fit_docks)  # once the docks have their new sizes
+
+    def _on_devices_panel_rows_rebuilt(self) -> None:
+        if self._fit_pending and self.isVisible():
+            QTimer.singleShot(0, self.fit_docks)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self._fit_pending:
+            QTimer.singleShot(0, self.fit_docks)
+
+    def _timeline_on_display(self):
+        """The Schedule tab's timeline (serial or concurrent) and which it is, for the trace."""
+        schedule = self.schedule_tabs.widget(0)
+        concurrent = schedule.concurrent_action.isChecked()
+        return schedule.gantt.timeline(), "concurrent" if concurrent else ""
 
     # ----- public API -------------------------------------------------------------------------
     def open_file(self, path: str) -> bool:
@@ -203,8 +294,43 @@ class MainWindow(QMainWindow):
         """Export the schedule view on display as a ``kind`` ("png" or "svg") image."""
         return self.files.export_view(self.schedule_tabs.currentWidget(), kind)
 
+    def set_graph_full_window(self, on: bool) -> None:
+        """The graph alone in the window (a network of thousands of operations needs the
+        room), or back to the layout as it was."""
+        action = self.graph_view.full_window_action
+        if action.isChecked() != on:
+            action.setChecked(on)  # comes back here through toggled
+            return
+        if on == self.is_graph_full_window:
+            return
+        if on:
+            self._layout_before_full = self.saveState()
+            for key, dock in self.docks.items():
+                if key != "graph":
+                    dock.hide()
+            self.docks["graph"].show()
+            self.docks["graph"].setFloating(False)
+            self.schedule_tabs.hide()
+        else:
+            self.schedule_tabs.show()
+            if self._layout_before_full is not None:
+                self.restoreState(self._layout_before_full)
+            self._layout_before_full = None
+        self._leave_full_window.setEnabled(on)
+        self.graph_view.canvas.auto_fit = True
+        QTimer.singleShot(0, self.graph_view.canvas.fit)
+
+    _layout_before_full = None
+
+    @property
+    def is_graph_full_window(self) -> bool:
+        """Whether the graph has the window to itself (View the graph in full window)."""
+        return self._layout_before_full is not None
+
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)
+        self._fit_pending = True
+        QTimer.singleShot(0, self.fit_docks)
 
     def show_about(self) -> None:
         QMessageBox.about(
@@ -282,6 +408,7 @@ class MainWindow(QMainWindow):
         self.settings.set_window_state(self.saveGeometry(), self.saveState())
         self.settings.set_solver_settings(self.document.settings)
         self.controller.shutdown()
+        self.store_writer.drain()
         event.accept()
 
 

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.document import Document
 from app.solve_process import ProvisionalSchedule
-from app.store_lookup import remember_result, stored_result
+from app.store_lookup import StoreWriter, remember_result, stored_result
 from app.tasks import CurrentTask
 from app.workers import ProcessWorker, SolveRequest, SolveWorker
 from solver.optimize.solve import SolveResult
@@ -62,9 +62,14 @@ class SolveController(QObject):
     notice = Signal(str)
     """One line for the status bar: a result came from the result store (issue 13)."""
 
-    def __init__(self, document: Document, parent: QObject | None = None):
+    def __init__(
+        self, document: Document, writer: StoreWriter | None = None, parent: QObject | None = None
+    ):
         super().__init__(parent)
         self._document = document
+        self._writer = writer or StoreWriter()
+        """Where finished solves are stored; its owner (the window) drains it on close."""
+        self._owns_writer = writer is None
         self._ids = itertools.count(1)
         self._solve = CurrentTask(self)
         self._solve.item.connect(self._on_solve_item)
@@ -85,6 +90,11 @@ class SolveController(QObject):
         document.graph_changed.connect(self._on_document_graph_changed)
 
     # ----- state --------------------------------------------------------------------------------
+    @property
+    def store_writer(self) -> StoreWriter:
+        """Where finished solves are stored (the window's, when it gave one)."""
+        return self._writer
+
     @property
     def is_running(self) -> bool:
         return self._solve.running
@@ -157,6 +167,8 @@ class SolveController(QObject):
         done = QThreadPool.globalInstance().waitForDone(timeout_ms)
         if not done:
             logger.warning("background solves still running after %d ms", timeout_ms)
+        if self._owns_writer:
+            done = self._writer.drain(timeout_ms / 1000) and done
         return done
 
     def _drop_current(self) -> None:
@@ -176,7 +188,7 @@ class SolveController(QObject):
         if worker.request.key is not None:
             self._document.cache_result(worker.request.key, result)
         request = worker.request
-        remember_result(request.graph, request.method, request.options, result)
+        remember_result(request.graph, request.method, request.options, result, self._writer)
 
     def _on_solve_finished(self, worker: SolveWorker, result: SolveResult) -> None:
         self._provisional = None  # the final result replaces it
@@ -208,8 +220,8 @@ class SolveController(QObject):
             self.progressed.emit(batch)
         if self._provisional is not None and request is not None:
             found, self._provisional = self._provisional, None
-            if request.key != self._document.result_key():
-                return  # the budgets or the graph moved on since the solve started
+            if not self._may_draw_incumbent(request):
+                return
             self._document.set_result(
                 SolveResult(
                     request.method,
@@ -223,6 +235,22 @@ class SolveController(QObject):
                 ),
                 provisional=True,
             )
+
+    def _may_draw_incumbent(self, request: SolveRequest) -> bool:
+        """Whether an incumbent of ``request`` may go on display.
+
+        Not once the graph or the method changed. After a memory limit moved (a slider dragged
+        mid-solve) it still may, marked as solved for other limits (the views say so), unless
+        an answer for the new limits is on display: dropping it froze the drawing on the last
+        incumbent, still labelled "still solving", while the solve went on.
+        """
+        key = self._document.result_key()
+        if request.key is None or key is None or request.key[:2] != key[:2]:
+            return False
+        if request.key == key:
+            return True
+        document = self._document
+        return document.result is None or document.is_provisional
 
     # ----- cached results and auto-solve ----------------------------------------------------
     def _on_document_setting_changed(self) -> None:

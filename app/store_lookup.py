@@ -29,6 +29,7 @@ from solver.results.store import ResultStore, default_store_path
 from solver.sweeps.sweep import SweepPoint, SweepTask, default_jobs, run_task
 
 __all__ = [
+    "StoreWriter",
     "StoredAnswer",
     "current_store",
     "keeps_apart",
@@ -39,8 +40,42 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_writer = ThreadPoolExecutor(1, thread_name_prefix="xengine-store")
-"""Stores results off the GUI thread: a write may wait for a lock or an fsync."""
+
+class StoreWriter:
+    """Stores results off the GUI thread (a write may wait for a lock or an fsync), on one
+    thread of its own. The window owns one and drains it when it closes, so that no write
+    is cut off and no thread outlives the window (a module-level pool did both)."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+
+    def submit(self, call, *args) -> Future:
+        """Run ``call(*args)`` on the writer's thread (made at the first write)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="xengine-store")
+        return self._pool.submit(call, *args)
+
+    def drain(self, timeout_s: float = 30.0) -> bool:
+        """Wait for the pending writes (up to ``timeout_s``) and end the thread; True when
+        every write finished."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return True
+        done = _wait_all(pool, timeout_s)
+        pool.shutdown(wait=done, cancel_futures=not done)
+        if not done:
+            logger.warning("result store writes still pending after %.0f s", timeout_s)
+        return done
+
+
+def _wait_all(pool: ThreadPoolExecutor, timeout_s: float) -> bool:
+    """Whether a marker queued behind every pending write ran within ``timeout_s``."""
+    marker = pool.submit(lambda: None)
+    try:
+        marker.result(timeout=timeout_s)
+    except TimeoutError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -91,16 +126,14 @@ def stored_result(graph: Graph, method: str, options: SolveOptions) -> StoredAns
 
 
 def remember_result(
-    graph: Graph, method: str, options: SolveOptions, result: SolveResult
+    graph: Graph, method: str, options: SolveOptions, result: SolveResult, writer: StoreWriter
 ) -> Future | None:
-    """Store a finished solve in the background (the store skips cancelled and failed ones).
-
-    Returns the pending write (tests wait on it); ``None`` when the store is off.
-    """
+    """Store a finished solve on ``writer``'s thread (the store skips cancelled and failed
+    ones). Returns the pending write (tests wait on it); ``None`` when the store is off."""
     store = current_store()
     if store is None or not keeps_apart(graph, method, options):
         return None
-    return _writer.submit(store.put, graph, method, options, result)
+    return writer.submit(store.put, graph, method, options, result)
 
 
 class SweepRunner(QObject):

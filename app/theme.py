@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QBrush, QColor, QPalette, QPen
 from PySide6.QtWidgets import (
     QApplication,
@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["THEMES", "Colors", "colors_for", "apply_theme", "style_plot"]
+__all__ = ["THEMES", "Colors", "FollowsTheme", "colors_for", "apply_theme", "style_plot"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,20 @@ def colors_for(widget: QWidget | None = None) -> Colors:
     """The theme in effect for ``widget`` (or the application), read from its palette."""
     palette = widget.palette() if widget is not None else QApplication.palette()
     return DARK if palette.color(QPalette.ColorRole.Window).lightness() < 128 else LIGHT
+
+
+class FollowsTheme:
+    """Mixin (before ``QWidget`` in the bases) for widgets that draw with theme colours: calls
+    :meth:`on_theme_changed` on every palette change, the one place that reacts to
+    :func:`apply_theme` (each view had its own copy of this ``changeEvent``)."""
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)  # type: ignore[misc]
+        if event.type() == QEvent.Type.PaletteChange:
+            self.on_theme_changed()
+
+    def on_theme_changed(self) -> None:
+        """Recolour with :func:`colors_for`; the palette already is the new theme's."""
 
 
 class _FramedIndicators(QProxyStyle):

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 if TYPE_CHECKING:
     from app.main_window import MainWindow
@@ -130,10 +138,19 @@ class Tour(QFrame):
         self._place()
 
     def dismiss(self) -> None:
-        """Hide the tour and remember it (Skip tour, Done)."""
+        """Hide the tour and remember it (Skip tour, Done).
+
+        The keyboard focus goes to the step-through panel, whose keys the last card names:
+        hiding the focused Done button let Qt hand the focus to the next widget in line, the
+        first device's name field, where the arrow keys and Space edited the name.
+        """
+        focus = QApplication.focusWidget()
+        ours = focus is None or focus is self or self.isAncestorOf(focus)
         self.hide()
         self._outline.hide()
         self._window.settings.set_tour_seen(True)
+        if ours:
+            self._window.stepper.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def target_widget(self) -> QWidget | None:
         """The part of the window the current card is about."""

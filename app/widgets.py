@@ -9,6 +9,7 @@ of spec/model.md §4 (lower bound, no-rematerialization peak) as ticks over its 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from PySide6.QtCore import QRect, Qt, Signal
@@ -113,6 +114,7 @@ class SizeEdit(QLineEdit):
         super().__init__(parent)
         self._value: int | None = None
         self._shown = ""
+        self._percent_of: tuple[int, int] | None = None
         self.setPlaceholderText("e.g. 4 GiB")
         self.editingFinished.connect(self._on_self_editing_finished)
         self.textEdited.connect(self._on_self_text_edited)
@@ -126,6 +128,28 @@ class SizeEdit(QLineEdit):
         self._show()
         self._mark(None)
 
+    def set_percent_base(self, fixed: int, peak: int) -> None:
+        """Accept ``60%`` as ``fixed + 60 % of peak``, as ``--budget gpu=60%`` reads it (the
+        no-remat peak; the fixed memory on top). A peak of 0 turns percentages off."""
+        self._percent_of = (fixed, peak) if peak > 0 else None
+
+    def parse(self, text: str) -> int:
+        """Bytes for ``text``: a size with a unit, or a percentage of the peak (see
+        :meth:`set_percent_base`); raises ``ValueError`` with the reason."""
+        stripped = text.strip()
+        if not stripped.endswith("%"):
+            return parse_size(text)
+        if self._percent_of is None:
+            raise ValueError("a percentage needs a graph with a no-remat peak; type a size")
+        try:
+            percent = float(stripped[:-1])
+        except ValueError:
+            raise ValueError(f"{stripped!r} is not a percentage") from None
+        if not math.isfinite(percent) or percent < 0:
+            raise ValueError("a percentage must be a number >= 0, e.g. 60%")
+        fixed, peak = self._percent_of
+        return fixed + int(percent / 100 * peak)
+
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.key() == Qt.Key.Key_Escape:
             self.set_value(self._value)
@@ -134,7 +158,7 @@ class SizeEdit(QLineEdit):
 
     def _on_self_text_edited(self, text: str) -> None:
         try:
-            parse_size(text)
+            self.parse(text)
         except ValueError as exc:
             self._mark(str(exc))
         else:
@@ -144,7 +168,7 @@ class SizeEdit(QLineEdit):
         if self.text() == self._shown:
             return  # untouched; parsing a rounded text would change the exact value
         try:
-            value = parse_size(self.text())
+            value = self.parse(self.text())
         except ValueError as exc:
             self._mark(str(exc))
             return
@@ -164,6 +188,8 @@ class SizeEdit(QLineEdit):
         self.setStyleSheet(ERROR_STYLE if error else "")
         exact = f"{self._value:,} bytes. " if self._value is not None else ""
         hint = "Type bytes, or a number with B, kB, MB, GB, KiB, MiB or GiB"
+        if self._percent_of is not None:
+            hint += ", or a percentage of the no-remat peak (60%)"
         self.setToolTip(error or exact + hint)
 
 

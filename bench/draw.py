@@ -23,6 +23,13 @@ paint, with their CPU. ``--runs N`` repeats the solve N times, each in a fresh p
 incumbent costs more in a fresh window), and tabulates the longest gap of each run:
 
     .venv/bin/python bench/draw.py --stall vgg16 --solver cbc --limit 20 --runs 10
+
+``--stream SECONDS`` plays a solve in the real window that streams a 5,000-operation (``--ops``)
+incumbent ``--rate`` times a second, and reports the event loop's longest gaps: the window's
+own cost of drawing one big incumbent after another (no solver competes for the CPUs).
+
+The graph view's table times its layout (module folding, layering, wrapping), its first draw
+and pan and zoom frames on a 5,000-node chain and a 5,000-op graph named by module path.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from PySide6.QtCore import QPointF  # noqa: E402
 from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
 
 from app.document import Document  # noqa: E402
@@ -97,6 +105,98 @@ def synthetic_schedule(graph: Graph) -> Schedule:
         stages.append(Stage(ops, {d: frozenset({f"x{t - 1}"})}))
         kept_on = d
     return Schedule(graph.name, {}, tuple(stages))
+
+
+def synthetic_modular_graph(ops: int) -> Graph:
+    """A training graph of about ``ops`` operations named by module path, as the ATen
+    importer names a deep residual network: stages of blocks of 6 operations with a residual
+    sum, each forward operation with its backward one (which reads its input)."""
+    devices = [Device("cpu", "cpu", 64 * MB), Device("gpu", "gpu", 16 * MB)]
+    links = [Link("cpu", "gpu", 12e9, 0.01), Link("gpu", "cpu", 12e9, 0.01)]
+    per_block = 7  # 6 ops and the residual sum
+    blocks = max(1, (ops // 2 - 2) // per_block)
+    stages = 4
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+
+    def add(name: str, module: str, inputs: list[str], shape: list[int]) -> str:
+        extra = {"module": module, "shape": shape}
+        cost = {"cpu": 1.0, "gpu": 0.1}
+        nodes.append(Node(name, MB, cost, "forward", "convolution", None, 1e9, None, extra))
+        edges.extend(Edge(i, name) for i in inputs)
+        return name
+
+    last = add("stem.convolution", "stem", [], [8, 64, 56, 56])
+    for b in range(blocks):
+        stage, block = b * stages // blocks, b
+        module = f"layer{stage + 1}.{block}"
+        entry = last
+        for k in range(6):
+            last = add(f"{module}.conv{k}.op_{b}_{k}", f"{module}.conv{k}", [last], [8, 64, 56, 56])
+        last = add(f"{module}.add_{b}", module, [last, entry], [8, 64, 56, 56])
+    nodes.append(Node("loss", 1000, {"cpu": 0.1, "gpu": 0.1}, "loss"))
+    edges.append(Edge(last, "loss"))
+    forward = [n for n in nodes if n.kind == "forward"]
+    previous = "loss"
+    for node in reversed(forward):
+        grad = f"{node.id}.grad"
+        nodes.append(Node(grad, MB, {"cpu": 2.0, "gpu": 0.2}, "backward", "grad", node.id))
+        edges.append(Edge(previous, grad))
+        edges.extend(Edge(e.source, grad) for e in edges[:] if e.target == node.id)
+        previous = grad
+    return make_graph(f"synthetic modular net ({len(nodes)} ops)", devices, nodes, edges, links)
+
+
+def bench_graph_layout(graph: Graph, folded: bool, repeat: int) -> list:
+    """The graph view on ``graph``: the layout alone (module folding, layering, wrapping),
+    the first draw, and a pan and a zoom frame at Fit and zoomed in."""
+    from app.views.graph_hierarchy import fold, hierarchy, initial_expansion
+    from app.views.graph_layout import layout_graph, scene_positions, wrap_count
+    from app.views.graph_view import SPACING
+
+    def layout() -> int:
+        h = hierarchy(graph)
+        shown = fold(graph, initial_expansion(graph, h), h).graph if folded else graph
+        placement = layout_graph(shown)
+        lines = wrap_count(placement, SPACING, 1600 / 900)
+        scene_positions(placement, SPACING, lines)
+        return shown.n
+
+    boxes = layout()
+    layout_ms = timed(layout, repeat)
+    document = Document()
+    started = time.perf_counter()
+    document.set_graph(graph)
+    view = GraphView(document)
+    view.resize(1600, 900)
+    view.show()
+    view.grab()
+    first = (time.perf_counter() - started) * 1000  # as a user opens it (big ones folded)
+    if view.collapse_action.isChecked() != folded:
+        started = time.perf_counter()
+        view.collapse_action.setChecked(folded)  # the toolbar's Fold modules
+        view.grab()
+        first = (time.perf_counter() - started) * 1000
+    canvas = view.canvas
+    canvas.fit()
+    steps = iter(range(1, 10**6))
+    bounds = view.scene.content_bounds
+
+    def pan() -> None:
+        k = next(steps)
+        canvas.centerOn(bounds.center() + QPointF((k % 7 - 3) * 0.02 * bounds.width(), 0))
+        canvas.viewport().grab()
+
+    def zoom() -> None:
+        canvas.zoom(1.1 if next(steps) % 2 else 1 / 1.1)
+        canvas.viewport().grab()
+
+    fit_pan, fit_zoom = timed(pan, repeat), timed(zoom, repeat)
+    canvas.fit()
+    canvas.zoom(8.0)  # a few dozen boxes readable
+    near_pan, near_zoom = timed(pan, repeat), timed(zoom, repeat)
+    view.close()
+    return [graph.n, boxes, layout_ms, first, fit_pan, fit_zoom, near_pan, near_zoom]
 
 
 def make_result(graph: Graph) -> SolveResult:
@@ -438,6 +538,81 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> di
     }
 
 
+def measure_streaming(ops: int, seconds: float, rate: float) -> dict:
+    """The window on the synthetic ``ops``-operation schedule while a solve streams an
+    incumbent ``rate`` times a second for ``seconds``, then ends: the event loop's longest
+    gap (a 10 ms timer). The solve is played, not run: its worker is held, and replayed
+    incumbents (as the child process sends them) are handed to it, so what is measured is
+    the window's own work of drawing a 5,000-operation incumbent after another."""
+    from PySide6.QtCore import QStandardPaths, QTimer
+
+    from app.main_window import MainWindow
+    from app.settings import AppSettings
+    from app.solve_process import ProvisionalSchedule
+    from app.workers import ProcessWorker
+    from solver.status import Progress
+
+    QStandardPaths.setTestModeEnabled(True)
+    app = QApplication.instance()
+    settings = AppSettings()
+    settings.clear()
+    settings.set_tour_seen(True)
+    ProcessWorker.start = lambda self, pool=None: None  # the solve is played below
+    graph = synthetic_graph(ops // 2 + 1)
+    results = [make_result(graph) for _ in range(3)]
+    window = MainWindow(settings)
+    window.resize(1600, 1000)
+    window.show()
+    window.document.open(graph)
+    for _ in range(20):
+        app.processEvents()
+    window.controller.solve()
+    worker = window.controller.current_worker
+    gaps: list[float] = []
+    state = {"last": time.perf_counter(), "sent": 0}
+    started = time.perf_counter()
+
+    def tick() -> None:
+        now = time.perf_counter()
+        gaps.append(now - state["last"])
+        state["last"] = now
+
+    def send() -> None:
+        k = state["sent"]
+        result = results[k % len(results)]
+        elapsed = time.perf_counter() - started
+        cost = result.timeline.total_ms * (1 + 0.5 / (k + 1))
+        worker.signals.progress.emit(Progress(elapsed, cost, 0.8 * cost, 0.2, "Cbc0010I line"))
+        worker.signals.progress.emit(
+            ProvisionalSchedule(elapsed, cost, result.schedule, result.timeline)
+        )
+        state["sent"] = k + 1
+        if elapsed >= seconds:
+            feeder.stop()
+            worker.signals.finished.emit(results[0])
+            QTimer.singleShot(800, app.quit)
+
+    timer = QTimer(interval=10)
+    timer.timeout.connect(tick)
+    feeder = QTimer(interval=int(1000 / rate))
+    feeder.timeout.connect(send)
+    timer.start()
+    feeder.start()
+    app.exec()
+    timer.stop()
+    window.document.undo_stack.setClean()
+    window.controller.shutdown()
+    window.close()
+    longest = sorted(gaps, reverse=True)[:5]
+    print(
+        f"streaming: {state['sent']} incumbents of {len(results[0].timeline.ops)} operations "
+        f"over {seconds:g} s ({rate:g}/s) and the final result; {len(gaps)} ticks; longest "
+        f"gaps {', '.join(f'{g * 1000:.0f}' for g in longest)} ms; gaps > 50 ms: "
+        f"{sum(g > 0.05 for g in gaps)}"
+    )
+    return {"gap_ms": longest[0] * 1000 if longest else 0.0}
+
+
 def stall_runs(argv: list[str], runs: int) -> int:
     """Run the stall measurement ``runs`` times, each in a fresh process, and tabulate the
     longest gap of each run (what a first incumbent costs is only seen in a fresh window)."""
@@ -485,6 +660,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=30.0, help="solver time limit (s)")
     parser.add_argument("--runs", type=int, default=1, help="--stall: runs, each a new process")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stream",
+        type=float,
+        metavar="SECONDS",
+        help="measure event-loop gaps while a played solve streams --ops-operation incumbents",
+    )
+    parser.add_argument("--rate", type=float, default=4.0, help="--stream: incumbents a second")
     args = parser.parse_args(argv)
     if args.stall and args.runs > 1:
         rest = [a for a in (argv if argv is not None else sys.argv[1:])]
@@ -494,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
         return stall_runs(rest, args.runs)
     app = QApplication.instance() or (timed_application() if args.stall else QApplication([]))
     apply_theme(app, "light")
+    if args.stream:
+        measure_streaming(args.ops, args.stream, args.rate)
+        return 0
     if args.stall:
         trace_slots()
         summary = measure_stall(args.stall, args.gpu_percent, args.solver, args.limit)
@@ -525,14 +710,41 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         "view", "first draw ms", "redraw ms", "pan frame ms", "pan 2% ms", "hover ms", "step ms"
     )  # fmt: skip
+    print_table(header, rows)
+    print()
+    print(
+        "graph view, 1600x900: layout = module folding + layering + wrapping; frames at Fit "
+        "and zoomed in 8x"
+    )
+    modular = synthetic_modular_graph(args.ops)
+    graphs = [
+        ("chain", bench_graph_layout(synthetic_graph(args.ops), False, args.repeat)),
+        ("modular, all", bench_graph_layout(modular, False, args.repeat)),
+        ("modular, folded", bench_graph_layout(modular, True, args.repeat)),
+    ]
+    header = (
+        "graph", "nodes", "boxes", "layout ms", "first draw ms", "pan fit ms", "zoom fit ms",
+        "pan 8x ms", "zoom 8x ms",
+    )  # fmt: skip
+    print_table(header, [[name, *row] for name, row in graphs])
+    return 0
+
+
+def print_table(header: tuple[str, ...], rows: list[list]) -> None:
     print(" | ".join(f"{h:>16}" for h in header))
     print(" | ".join("-" * 16 for _ in header))
     for row in rows:
         cells = [f"{row[0]:>16}"] + [
-            f"{'-':>16}" if v != v else f"{v:16.1f}" if v >= 1 else f"{v:16.3f}" for v in row[1:]
+            f"{'-':>16}"
+            if v != v
+            else f"{v:16d}"
+            if isinstance(v, int)
+            else f"{v:16.1f}"
+            if v >= 1
+            else f"{v:16.3f}"
+            for v in row[1:]
         ]
         print(" | ".join(cells))
-    return 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -61,8 +61,10 @@ class DeviceRow(QFrame):
         self._scale = 1
         self.name_edit = QLineEdit(device.name)
         self.name_edit.setToolTip("Rename the device (costs, links and methods follow)")
-        self.kind_label = QLabel(device.kind)
+        # the kind beside the name only when it says something the name does not ("cpu cpu")
+        self.kind_label = QLabel(device.kind if device.kind != device.name else "")
         self.kind_label.setStyleSheet("color: palette(mid);")
+        self.kind_label.setVisible(device.kind != device.name)
         self.remove_button = QToolButton()
         self.remove_button.setText("\u2715")
         self.remove_button.setToolTip(f"Remove {device.name}")
@@ -129,6 +131,7 @@ class DeviceRow(QFrame):
         )  # fmt: skip
         with QSignalBlocker(self.slider):
             self.slider.setValue(self._to_slider(device.memory))
+        self.size_edit.set_percent_base(device.fixed_memory, peak)
         self.size_edit.set_value(device.memory)
         self.landmarks_label.setVisible(peak > 0)
         self.landmarks_label.setText(
@@ -291,6 +294,9 @@ class DevicesPanel(QScrollArea):
     undo commands (``SetMemoryLimitCommand``, ``RenameDeviceCommand``, ``SetLinkCommand``...).
     """
 
+    rows_rebuilt = Signal()
+    """The device rows were made anew (another graph's devices): their height changed."""
+
     def __init__(self, document: Document, parent: QWidget | None = None):
         super().__init__(parent)
         self._document = document
@@ -327,12 +333,23 @@ class DevicesPanel(QScrollArea):
         document.memory_limits_changed.connect(self._on_document_memory_limits_changed)
         self._on_document_graph_changed()
 
+    def rows_height(self) -> int:
+        """Height that shows every device row and the Add button without scrolling (the
+        links table below may scroll): what the window gives this panel on a short screen."""
+        layout = self.widget().layout()
+        margins = layout.contentsMargins()
+        rows = [row.sizeHint().height() for row in self.rows.values()]
+        spacing = self._rows_box.spacing() * max(len(rows) - 1, 0) + 2 * layout.spacing()
+        add = self.add_button.sizeHint().height()
+        return margins.top() + sum(rows) + spacing + add + 8
+
     def _on_document_graph_changed(self) -> None:
         graph = self._document.graph
         shape = tuple((d.name, d.kind) for d in graph.devices) if graph else ()
         if shape != self._shape:
             self._rebuild_rows(graph)
             self._shape = shape
+            self.rows_rebuilt.emit()
         self._fill_links(graph)
         self._on_document_memory_limits_changed()
         self.add_button.setEnabled(graph is not None)

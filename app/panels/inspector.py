@@ -35,6 +35,7 @@ from app.commands import (
     SetNodePropertyCommand,
 )
 from app.document import Document
+from app.panels.node_facts import properties, residency
 from app.widgets import SizeEdit
 from solver.document.graph import NODE_KINDS, Graph
 from solver.document.units import format_ms, format_size
@@ -88,6 +89,14 @@ class _NodePage(QWidget):
         self.cost_edits: dict[str, QLineEdit] = {}
         self.links_label = QLabel()
         self.links_label.setWordWrap(True)
+        self.properties_label = QLabel()
+        """Shape, dtype, bytes, FLOPs, module path, ATen ops, costs (what the import says)."""
+        self.properties_label.setWordWrap(True)
+        self.properties_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.residency_label = QLabel()
+        """Where and why the tensor is resident in the schedule on display (no hover needed)."""
+        self.residency_label.setWordWrap(True)
+        self.residency_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.delete_button = QPushButton("Delete node")
         self._form = QFormLayout()
         self._form.addRow("Id", self.id_edit)
@@ -98,6 +107,8 @@ class _NodePage(QWidget):
         self._costs = QFormLayout()
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
+        layout.addWidget(self.properties_label)
+        layout.addWidget(self.residency_label)
         layout.addLayout(self._form)
         heading = QLabel("<b>Cost per device</b> (ms; empty = cannot run there)")
         heading.setWordWrap(True)
@@ -138,6 +149,37 @@ class _NodePage(QWidget):
             f"<span style='color:palette(mid)'>inputs: {html.escape(inputs)}<br>"
             f"used by: {html.escape(users)}</span>"
         )
+        self.properties_label.setText(
+            "<table cellspacing=0 cellpadding=1>"
+            + "".join(
+                f"<tr><td style='color:palette(mid)'>{html.escape(k)}&nbsp;</td>"
+                f"<td>{html.escape(v)}</td></tr>"
+                for k, v in properties(graph, node_id)
+            )
+            + "</table>"
+        )
+        self.show_residency(graph)
+
+    def show_residency(self, graph: Graph) -> None:
+        """Where and why the node's tensor is resident in the schedule on display."""
+        document = self._document
+        timeline = document.timeline
+        if self.node_id is None or timeline is None or self.node_id not in graph.index:
+            self.residency_label.hide()
+            return
+        op = document.cursor_op
+        lines = residency(graph, timeline, self.node_id, op.start if op is not None else None)
+        self.residency_label.setText(
+            "<b>Why resident</b><br>" + "<br>".join(html.escape(line) for line in lines)
+        )
+        self.residency_label.show()
+
+    @property
+    def residency_text(self) -> str:
+        """The "why resident" lines (plain text), or ``""`` when hidden."""
+        if self.residency_label.isHidden():
+            return ""
+        return html.unescape(self.residency_label.text().replace("<br>", "\n"))
 
     def _rebuild_costs(self, devices: tuple[str, ...]) -> None:
         while self._costs.rowCount():
@@ -329,7 +371,14 @@ class InspectorPanel(QScrollArea):
         document.memory_limits_changed.connect(self._on_document_changed)
         document.selection_changed.connect(self._on_document_changed)
         document.edge_selection_changed.connect(self._on_document_changed)
+        document.result_changed.connect(self._on_document_step_changed)
+        document.cursor_changed.connect(self._on_document_step_changed)
         self._on_document_changed()
+
+    def _on_document_step_changed(self) -> None:
+        graph = self._document.graph
+        if self.stack.currentWidget() is self.node_page and graph is not None:
+            self.node_page.show_residency(graph)
 
     def _on_document_edit_refused(self, message: str) -> None:
         self.notice.setText(f"Not changed: {message}")

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSignalBlocker, Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -25,15 +25,17 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.document import Document
 from app.panels.live_range import time_range, value_range
+from app.panels.solve_report import readable_log_line, result_notes
 from app.project import SolverSettings
 from app.solving import SolveController, format_objective
-from app.theme import colors_for
+from app.theme import FollowsTheme, colors_for
 from app.views.gantt_text import is_offloading
 from app.views.plotting import opaque_grid
 from app.workers import SolveRequest
@@ -64,6 +66,10 @@ def method_choices(graph: Graph | None) -> list[tuple[str, str]]:
     return choices
 
 
+def _readable(lines: list[str]) -> list[str]:
+    return [text for text in map(readable_log_line, lines) if text]
+
+
 def status_text(result: SolveResult) -> str:
     """One line saying how a solve ended, e.g. ``optimal · 9.01667 ms · 1.2 s``."""
     parts = [result.status.value, format_objective(result.objective)]
@@ -75,7 +81,7 @@ def status_text(result: SolveResult) -> str:
     return " \u00b7 ".join(parts)
 
 
-class SolverPanel(QWidget):
+class SolverPanel(FollowsTheme, QWidget):
     """See module docstring."""
 
     def __init__(
@@ -109,10 +115,9 @@ class SolverPanel(QWidget):
         self.time_limit_box = QDoubleSpinBox(decimals=0, minimum=1, maximum=86_400, suffix=" s")
         self.gap_box = QDoubleSpinBox(decimals=3, minimum=0, maximum=50, suffix=" %")
         self.gap_box.setSingleStep(0.1)
-        self.auto_box = QCheckBox("Auto-solve when a memory limit settles")
-        self.offload_box = QCheckBox(
-            "Allow offloading (copy a tensor to another device and keep it there)"
-        )
+        self.auto_box = QCheckBox("Auto-solve")
+        self.auto_box.setToolTip("Solve again whenever a memory limit settles")
+        self.offload_box = QCheckBox("Allow offloading")
         self.offload_box.setToolTip(
             "XEngine may copy a tensor to another device at the end of a stage, keep it there "
             "as a checkpoint and read it back when needed (POET's paging), besides recomputing "
@@ -127,7 +132,7 @@ class SolverPanel(QWidget):
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.objective_label = QLabel(format_objective(None))
         self.plot = pg.PlotWidget()
-        self.plot.setMinimumHeight(110)
+        self.plot.setMinimumHeight(80)
         self.plot.setMaximumHeight(170)
         item = self.plot.getPlotItem()
         item.setLabel("bottom", "solve time (s)")
@@ -156,29 +161,62 @@ class SolverPanel(QWidget):
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setPointSizeF(max(font.pointSizeF() - 1.5, 7))
         self.log.setFont(font)
-        self.log.setPlaceholderText("The solver's log appears here.")
+        self.log.setPlaceholderText("The solver's progress appears here.")
+        self.raw_log_box = QCheckBox("Raw solver log")
+        self.raw_log_box.setToolTip(
+            "Show the backend's own log lines (CBC's MPS reader, LP iterations...) instead "
+            "of the progress they report"
+        )
+        self.raw_log_box.toggled.connect(self._on_raw_log_toggled)
+        self._raw_lines: list[str] = []
+        self.notes_label = QLabel()
+        """What the result means: gap, model size, an idle budget, what would help."""
+        self.notes_label.setWordWrap(True)
+        self.notes_label.setTextFormat(Qt.TextFormat.RichText)
+        self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes_label.hide()
         form = QFormLayout()
         form.addRow("Method", self.method_box)
         form.addRow("Backend", self.backend_box)
-        form.addRow("Time limit", self.time_limit_box)
-        form.addRow("Gap", self.gap_box)
-        form.addRow(self.offload_box)
-        form.addRow(self.auto_box)
+        # time limit and gap share a row: at 1280x720 every row here is a row the device
+        # sliders above do not get
+        limits = QHBoxLayout()
+        limits.addWidget(self.time_limit_box, 1)
+        limits.addWidget(QLabel("Gap"))
+        limits.addWidget(self.gap_box, 1)
+        form.addRow("Time limit", limits)
+        options = QHBoxLayout()
+        options.addWidget(self.offload_box)
+        options.addWidget(self.auto_box)
+        options.addStretch(1)
+        form.addRow(options)
         buttons = QHBoxLayout()
         buttons.addWidget(self.solve_button, 1)
         buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.objective_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(form)
         layout.addLayout(buttons)
-        summary = QHBoxLayout()
-        summary.addWidget(QLabel("Objective:"))
-        summary.addWidget(self.objective_label, 1)
-        layout.addLayout(summary)
         layout.addWidget(self.status_label)
-        layout.addWidget(self.plot_legend)
-        layout.addWidget(self.plot)
-        layout.addWidget(self.log, 1)
+        layout.addWidget(self.notes_label)
+        # the live plot and the log take turns: both at once left the devices a single row
+        progress = QWidget()
+        progress_box = QVBoxLayout(progress)
+        progress_box.setContentsMargins(0, 2, 0, 0)
+        progress_box.addWidget(self.plot_legend)
+        progress_box.addWidget(self.plot, 1)
+        progress_box.addStretch(0)  # the plot's height is capped: the rest below it, not above
+        log_page = QWidget()
+        log_box = QVBoxLayout(log_page)
+        log_box.setContentsMargins(0, 2, 0, 0)
+        log_box.addWidget(self.log, 1)
+        log_box.addWidget(self.raw_log_box)
+        self.progress_tabs = QTabWidget()
+        self.progress_tabs.setDocumentMode(True)
+        self.progress_tabs.addTab(progress, "Progress")
+        self.progress_tabs.addTab(log_page, "Log")
+        layout.addWidget(self.progress_tabs, 1)
         self.method_box.activated.connect(self._on_widgets_changed)
         self.backend_box.activated.connect(self._on_widgets_changed)
         self.time_limit_box.editingFinished.connect(self._on_widgets_changed)
@@ -196,10 +234,8 @@ class SolverPanel(QWidget):
             "&nbsp;bound (nothing faster exists)"
         )
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle_legend()
+    def on_theme_changed(self) -> None:
+        self._restyle_legend()
 
     def clear_progress(self) -> None:
         """Empty the live plot and the log (a new solve, or a different graph)."""
@@ -207,7 +243,33 @@ class SolverPanel(QWidget):
         self.incumbent_curve.setData([], [])
         self.bound_curve.setData([], [])
         self._x_range = self._y_range = None
+        # the axes too: the last solve's time and objective ranges were left on a new graph
+        self.plot.setXRange(0.0, 1.0, padding=0.0)
+        self.plot.setYRange(0.0, 1.0, padding=0.0)
+        self._raw_lines = []
         self.log.clear()
+        self.notes_label.clear()
+        self.notes_label.hide()
+
+    @property
+    def notes(self) -> str:
+        """What the result on display means (plain text, one sentence a line), or ``""``."""
+        return self._notes_text
+
+    _notes_text = ""
+
+    def _append_log(self, lines: list[str]) -> None:
+        """Add backend log lines: as progress a user reads, or raw when asked for."""
+        self._raw_lines = (self._raw_lines + lines)[-LOG_MAX_LINES:]
+        shown = lines if self.raw_log_box.isChecked() else _readable(lines)
+        if shown:
+            self.log.appendPlainText("\n".join(shown[-LOG_MAX_LINES:]))
+
+    def _on_raw_log_toggled(self, raw: bool) -> None:
+        self.log.clear()
+        shown = self._raw_lines if raw else _readable(self._raw_lines)
+        if shown:
+            self.log.appendPlainText("\n".join(shown))
 
     @property
     def curve_points(self) -> int:
@@ -273,6 +335,7 @@ class SolverPanel(QWidget):
         if result is None:
             self.objective_label.setText(format_objective(None))
             self._show_status("Not solved for this graph yet.")
+            self._show_notes([])
             return
         self._show_result(result)
 
@@ -285,6 +348,13 @@ class SolverPanel(QWidget):
             self._show_status(text)
         else:
             self._show_status(f"{text}<br>{html.escape(result.message or '')}", error=True)
+        marks = self._document.landmarks()
+        self._show_notes(result_notes(result, marks.peak if marks is not None else None))
+
+    def _show_notes(self, notes: list[str]) -> None:
+        self._notes_text = "\n".join(notes)
+        self.notes_label.setText("<br>".join(html.escape(n) for n in notes))
+        self.notes_label.setVisible(bool(notes))
 
     def _show_status(self, text: str, error: bool = False) -> None:
         """Rich text; plain text takes the palette's colour, so it follows the theme."""
@@ -301,7 +371,7 @@ class SolverPanel(QWidget):
     def _on_controller_progressed(self, batch: list) -> None:
         lines = [p.log_line for p in batch if p.log_line]
         if lines:
-            self.log.appendPlainText("\n".join(lines[-LOG_MAX_LINES:]))
+            self._append_log(lines)
         for p in batch:
             if p.incumbent is not None or p.bound is not None:
                 self._times.append(p.elapsed_s)
@@ -357,8 +427,8 @@ class SolverPanel(QWidget):
             self.plot.setYRange(*y_range, padding=0.0)
 
     def _on_controller_finished(self, result: SolveResult) -> None:
-        for line in result.log_tail[-3:] if not self.log.toPlainText() else ():
-            self.log.appendPlainText(line)
+        if not self._raw_lines:
+            self._append_log(list(result.log_tail[-3:]))
         self._show_result(result)
 
     def _on_controller_failed(self, message: str) -> None:

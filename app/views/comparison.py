@@ -14,7 +14,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.tasks import CurrentTask
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.plotting import configure_plot, install_export_action
 from app.widgets import count_bar
 from app.workers import ProcessWorker
@@ -82,7 +82,7 @@ def method_label(method: str, graph: Graph | None = None) -> str:
     return f"{_NAMES.get(name, name)} · {device} only" if device else _NAMES.get(name, name)
 
 
-class ComparisonView(QWidget):
+class ComparisonView(FollowsTheme, QWidget):
     """Table and bar chart of :func:`solver.optimize.methods.compare` for the document's graph.
 
     Listens to ``graph_changed`` and ``memory_limits_changed`` (results become stale and a running
@@ -191,12 +191,9 @@ class ComparisonView(QWidget):
         install_export_action(self._chart.scene(), self)
         self._bars = pg.BarGraphItem(x0=[], width=[], y=[], height=[])
         self._plot.addItem(self._bars)
-        self._best_line = pg.InfiniteLine(
-            angle=90,
-            movable=False,
-            label="best single device",
-            labelOpts={"position": 0.01, "anchors": [(0, 0), (0, 0)]},
-        )
+        # the line is named in the axis title: its own label, at the top of the line, ran
+        # into the first row's bar and value
+        self._best_line = pg.InfiniteLine(angle=90, movable=False)
         self._plot.addItem(self._best_line, ignoreBounds=True)
         self._labels: list[pg.TextItem] = []
         splitter = QSplitter(Qt.Orientation.Vertical)
@@ -209,12 +206,10 @@ class ComparisonView(QWidget):
         layout.addLayout(controls)
         layout.addWidget(splitter, 1)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            style_plot(self._chart, colors_for(self))
-            self._table.clearContents()  # muted rows take the new theme's colour
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        style_plot(self._chart, colors_for(self))
+        self._table.clearContents()  # muted rows take the new theme's colour
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_run_clicked(self) -> None:
@@ -356,9 +351,18 @@ class ComparisonView(QWidget):
         best = self.comparison.best_single_device
         self._best_line.setVisible(best is not None)
         self._best_line.setPen(colors.pen(colors.muted, 1.2, dashed=True))
-        self._best_line.label.setColor(colors.muted)
         if best is not None:
             self._best_line.setPos(best.timeline.total_ms)
+        self._plot.setLabel(
+            "bottom",
+            "schedule time (ms)"
+            + (" \u00b7 dashed line: best single device" if best is not None else ""),
+        )
+
+    @property
+    def axis_title(self) -> str:
+        """The time axis's title (it names the dashed line)."""
+        return self._plot.getAxis("bottom").labelText
 
     def _draw_value_labels(self, ms: np.ndarray, top: float, colors) -> None:
         comparison = self.comparison

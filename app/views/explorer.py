@@ -12,7 +12,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSignalBlocker, Signal
+from PySide6.QtCore import QRectF, QSignalBlocker, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -27,7 +27,7 @@ from app.commands import SetMemoryLimitCommand
 from app.document import Document
 from app.store_lookup import SweepRunner
 from app.tasks import CurrentTask
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.plotting import byte_unit, configure_plot, install_export_action
 from app.widgets import count_bar
 from solver.document.graph import Graph
@@ -48,7 +48,8 @@ def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:
 
     When the device's current budget is below its lower bound (only a heterogeneous schedule
     can run there, which is XEngine's point), the sweep goes on down to it, and the lower bound
-    itself stays one of the points. Fractions are rounded up a hair so that
+    itself stays one of the points: it takes the place of the step nearest to it, so that
+    "6 budgets" sweeps 6 (it swept 7). Fractions are rounded up a hair so that
     ``int(fraction * peak)`` never lands below the bound.
     """
     peak = no_remat_peak(graph)
@@ -57,11 +58,21 @@ def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:
     bound = min(lower_bound(graph, device) / peak + 1e-6, 1.0)
     current = graph.device(device).activation_budget / peak + 1e-6
     bottom = max(min(bound, current), 1e-3)
-    fractions = set(budget_steps(1.0, bottom, steps)) | {round(bound, 6)}
-    return sorted(fractions, reverse=True)
+    fractions = budget_steps(1.0, bottom, steps)
+    bound = round(bound, 6)
+    if bound not in fractions and len(fractions) > 2:
+        nearest = min(range(1, len(fractions) - 1), key=lambda j: abs(fractions[j] - bound))
+        fractions[nearest] = bound  # the ends (the peak, the bottom) stay
+    elif bound not in fractions:
+        fractions.append(bound)
+    return sorted(set(fractions), reverse=True)
 
 
-class ExplorerView(QWidget):
+_LABEL_HEIGHTS = (0.97, 0.86, 0.75)
+"""Where along its line each mark's label sits, by the mark's rank from the left."""
+
+
+class ExplorerView(FollowsTheme, QWidget):
     """Time versus one device's budget, for XEngine and for the best single device.
 
     Listens to ``graph_changed`` (devices and stale points), ``memory_limits_changed`` (the current
@@ -216,11 +227,9 @@ class ExplorerView(QWidget):
         layout.addWidget(self._legend)
         layout.addWidget(self._chart, 1)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            style_plot(self._chart, colors_for(self))
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        style_plot(self._chart, colors_for(self))
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_run_clicked(self) -> None:
@@ -395,12 +404,28 @@ class ExplorerView(QWidget):
             "no-remat peak": marks.peak,
             "lower bound": marks.lower[device],
         }
+        # each mark's label at a height of its own, by position left to right: "current" and
+        # "lower bound" (the chain opens with one just under the other) wrote over each other
+        order = sorted(values, key=lambda n: values[n])
         for name, mark in self._marks.items():
             mark.setPen(colors.pen(colors.budget if name == "current" else colors.muted, 1, True))
             mark.label.setColor(colors.budget if name == "current" else colors.muted)
             mark.setPos(values[name] / scale)
             mark.setVisible(bool(self._points) or name == "current")
             mark.label.setFormat(f"{name} {format_size(values[name])}")
+            rank = order.index(name)
+            mark.label.setPosition(_LABEL_HEIGHTS[rank])
+            anchor = (1, 0) if rank == len(order) - 1 else (0, 0)  # the rightmost reads leftwards
+            mark.label.anchors = [anchor, anchor]
+            mark.label.updatePosition()
+
+    def mark_label_rects(self) -> dict[str, QRectF]:
+        """Scene rectangles of the visible marks' labels (none may overlap another)."""
+        return {
+            name: mark.label.sceneBoundingRect()
+            for name, mark in self._marks.items()
+            if mark.isVisible()
+        }
 
     def _redraw_shown(self) -> None:
         colors = colors_for(self)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QSizePolicy,
+    QTableWidget,
     QToolButton,
     QToolTip,
     QVBoxLayout,
@@ -35,7 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
 from app.views.gantt_geometry import flow_segments
@@ -43,22 +44,33 @@ from app.views.gantt_labels import BarLabels
 from app.views.gantt_lanes import Bar, LaneTable, lane_names, link_lane
 from app.views.gantt_layers import GanttLayers
 from app.views.gantt_text import (
+    compared_text,
     legend_html,
     op_tooltip,
+    range_summary,
     range_totals,
     summary_html,
     transfer_tooltip,
 )
-from app.views.measured import MeasuredRun
+from app.views.measured import MeasuredRun, prediction_basis
 from app.views.plotting import (
     HoverProxy,
     configure_plot,
     has_replay,
     install_export_action,
 )
-from app.views.timeline_nav import OverviewStrip, TimelineViewBox, merge_intervals, navigate
+from app.views.slice_table import fill_slice_table, make_slice_table
+from app.views.slices import slice_rows
+from app.views.timeline_nav import (
+    OverviewStrip,
+    TimelineViewBox,
+    focus_x,
+    merge_intervals,
+    navigate,
+)
 from solver.execution.explain import recompute_reason
 from solver.execution.simulate import Timeline
+from solver.optimize.solve import SolveResult
 
 __all__ = ["Bar", "GanttView"]
 
@@ -73,7 +85,7 @@ _FLOWS_UP_TO = 2000
 """Flow arrows for every transfer up to this many; beyond, only the selected node's."""
 
 
-class GanttView(QWidget):
+class GanttView(FollowsTheme, QWidget):
     """Operations and transfers over time, one lane per device and per device link.
 
     Listens to ``graph_changed``, ``result_changed``, ``selection_changed``, ``cursor_changed``.
@@ -98,6 +110,7 @@ class GanttView(QWidget):
         self._full_range: tuple[float, float] | None = None
         self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._matches: list[str] = []
+        self._names: set[str] = set()
         self._range: tuple[float, float] | None = None
         self._measured: MeasuredRun | None = None
         self._label_timer = QTimer(self, singleShot=True, interval=0)
@@ -149,7 +162,7 @@ class GanttView(QWidget):
     def range_text(self) -> str:
         """The busy/idle totals of the selected range (plain text), or ``""``."""
         self.flush()
-        return self._range_label.text()
+        return self._range_label.toolTip() if self._range is not None else ""
 
     def flush(self) -> None:
         """Draw a result that arrived but waits for its own turn, now (before reading)."""
@@ -161,6 +174,20 @@ class GanttView(QWidget):
         prediction; it is dropped when another schedule is put on display."""
         self._measured = run
         self._on_document_result_changed()
+
+    def set_compared(self, result: SolveResult | None) -> None:
+        """Overlay ``result`` (another stored schedule of this graph: another budget, method,
+        with or without offloading) as ghost bars in the lower half of each lane, as
+        TensorBoard overlays two runs; ``None`` removes it. A measured run has precedence."""
+        self._compared = result
+        self._on_document_result_changed()
+
+    @property
+    def compared(self) -> SolveResult | None:
+        """The schedule overlaid for comparison, if any."""
+        return self._compared
+
+    _compared: SolveResult | None = None
 
     @property
     def measured(self) -> MeasuredRun | None:
@@ -177,9 +204,45 @@ class GanttView(QWidget):
         """The timeline on display (from the current source)."""
         return self._source(self._document)
 
-    def navigate(self, key: int) -> bool:
-        """Zoom or pan as key ``key`` would (W/S/A/D, arrows); False if it is not one."""
-        return navigate(self._plot.getViewBox(), key)
+    def navigate(self, key: int, center: float | None = None) -> bool:
+        """Zoom or pan as key ``key`` would (W/S/A/D, arrows; F focuses the selection);
+        a zoom keeps ``center`` (ms; default: the time under the mouse, if it is over the
+        chart) in place. False if it is not a navigation key."""
+        if Qt.Key(key) == Qt.Key.Key_F:
+            return self.focus_selection()
+        if center is None:
+            center = self._time_under_mouse()
+        return navigate(self._plot.getViewBox(), key, center)
+
+    def focus_selection(self) -> bool:
+        """Show the measured range, or else the selected node's bars, filling the chart (F)."""
+        self.flush()
+        vb = self._plot.getViewBox()
+        if self._range is not None:
+            focus_x(vb, *self._range, margin=0.05)
+            return True
+        bars = self._table.bars_of(self._document.selection)
+        if not bars:
+            return False
+        focus_x(vb, min(b.start for b in bars), max(b.end for b in bars))
+        return True
+
+    def _time_under_mouse(self) -> float | None:
+        vb = self._plot.getViewBox()
+        view = self._widget
+        local = view.mapFromGlobal(QCursor.pos())
+        if not view.rect().contains(local):
+            return None
+        scene = view.mapToScene(local)
+        if not vb.sceneBoundingRect().contains(scene):
+            return None
+        return float(vb.mapSceneToView(scene).x())
+
+    @property
+    def slice_table(self) -> QTableWidget:
+        """The slice table of the measured range (hidden without one)."""
+        self.flush()
+        return self._slices
 
     def find(self, text: str) -> list[str]:
         """Node ids containing ``text`` (case-insensitive), in graph order; selects the first
@@ -210,13 +273,37 @@ class GanttView(QWidget):
         if t0 is None or t1 is None or t1 <= t0:
             self._range = None
             self._region.setVisible(False)
-            self._range_label.setText("")
+            self._show_range_text()
             return
         self._range = (float(t0), float(t1))
         self._region.setVisible(True)
         with QSignalBlocker(self._region):
             self._region.setRegion(self._range)
-        self._range_label.setText(range_totals(self._table, *self._range))
+        self._show_range_text()
+
+    def _show_range_text(self) -> None:
+        """The measured range's readout: one short line, the totals in its tooltip, and
+        the slice table (count and time of each kind in the range) over the chart."""
+        if self._range is None:
+            self._range_label.setText("")
+            self._range_label.setToolTip(_RANGE_HINT)
+            self._slices.hide()
+            return
+        self._range_label.setText(range_summary(self._table, *self._range))
+        self._range_label.setToolTip(range_totals(self._table, *self._range))
+        rows = slice_rows(self.timeline(), *self._range)
+        fill_slice_table(self._slices, rows)
+        self._slices.setVisible(bool(rows))
+        self._place_slices()
+
+    def _place_slices(self) -> None:
+        """The slice table in the chart's top-right corner, over the plot."""
+        table, chart = self._slices, self._widget
+        width = table.horizontalHeader().length() + 4
+        height = table.verticalHeader().length() + table.horizontalHeader().height() + 4
+        table.setFixedSize(width, min(height, max(chart.height() - 8, 40)))
+        table.move(max(chart.width() - width - 8, 0), 4)
+        table.raise_()
 
     def busy_in_range(self, lane: str, t0: float, t1: float) -> float:
         """Milliseconds lane ``lane`` is busy within ``[t0, t1]``."""
@@ -289,7 +376,11 @@ class GanttView(QWidget):
         self._show_flows.setToolTip("Arrows from each copy to the operation that reads it")
         self._show_flows.toggled.connect(self._redraw_flows)
         self._range_label = QLabel()
-        self._range_label.setToolTip("Shift+drag on the chart to measure a range; Esc clears")
+        self._range_label.setToolTip(_RANGE_HINT)
+        # never wider than the room it gets: a long readout widened the whole Schedule tab,
+        # and half the chart, the legend and Reset view went off-screen until Esc
+        self._range_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._range_label.setMinimumWidth(0)
         tools = QHBoxLayout()
         tools.setContentsMargins(6, 2, 6, 0)
         tools.addWidget(self._search)
@@ -300,8 +391,9 @@ class GanttView(QWidget):
         hint.setStyleSheet("color: palette(mid);")
         hint.setProperty("export_hidden", True)  # a hint for the screen, not for a figure
         hint.setToolTip(
-            "W/S or \u2191/\u2193: zoom \u00b7 A/D or \u2190/\u2192: pan \u00b7 Ctrl+wheel: zoom "
-            "\u00b7 Shift+drag: measure a range (Esc clears) \u00b7 click a bar: select its node"
+            "W/S or \u2191/\u2193: zoom about the mouse \u00b7 A/D or \u2190/\u2192: pan \u00b7 "
+            "Ctrl+wheel: zoom \u00b7 F: focus the selection \u00b7 Shift+drag: measure a range, "
+            "its slices by kind (Esc clears) \u00b7 click a bar: select its node"
         )
         tools.addWidget(hint)
         self._tools = tools
@@ -338,6 +430,7 @@ class GanttView(QWidget):
         for item in (self._flow_lines, self._flow_tips, self._region):
             self._plot.addItem(item, ignoreBounds=True)
         self._viewbox.range_selected.connect(self.select_range)
+        self._slices = make_slice_table(self._widget)
         self._hover = HoverProxy(self._widget.scene(), self._on_scene_hovered)
         self._widget.scene().sigMouseClicked.connect(self._on_scene_clicked)
         self._plot.getViewBox().sigRangeChanged.connect(self._label_timer.start)
@@ -369,14 +462,19 @@ class GanttView(QWidget):
         self._legend.setText(legend_html(colors_for(self), offload))
         self._legend.setMinimumWidth(self._legend.sizeHint().width() + 12)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle()
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        self._restyle()
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:
+        graph = self._document.graph
+        names = set(graph.index) if graph is not None else set()
+        if len(names & self._names) * 2 < max(len(names), 1):  # another graph, not an edit
+            self._search.clear()  # the search was for the old graph's names
+            self._search.setToolTip("")
+            self._matches = []
+        self._names = names
         self._on_document_result_changed()
 
     def _on_document_result_changed(self) -> None:
@@ -421,6 +519,8 @@ class GanttView(QWidget):
         (the window's step-through owns them otherwise)."""
         if watched is self._widget:
             kind = event.type()
+            if kind == QEvent.Type.Resize and self._slices.isVisible():
+                self._place_slices()
             if kind == QEvent.Type.ShortcutOverride and self.navigate_key(event.key(), True):
                 event.accept()
                 return True
@@ -442,7 +542,7 @@ class GanttView(QWidget):
         if self._range is not None:
             lo, hi = self._region.getRegion()
             self._range = (float(lo), float(hi))
-            self._range_label.setText(range_totals(self._table, *self._range))
+            self._show_range_text()
 
     def _select_match(self, node: str) -> None:
         self._document.set_selection(node)
@@ -495,7 +595,7 @@ class GanttView(QWidget):
         self._fill_overview(timeline)
         self._redraw_flows()
         if self._range is not None:
-            self._range_label.setText(range_totals(self._table, *self._range))
+            self._show_range_text()
         lanes = self._table.lanes
         ticks = [(j, name) for j, name in enumerate(lanes)]
         self._plot.getAxis("left").setTicks([ticks, []])
@@ -517,8 +617,15 @@ class GanttView(QWidget):
             return  # the pending redraw writes it
         document = self._document
         header = summary_html(document.result, colors_for(self), document.is_provisional)
+        if self._measured is None and self._compared is not None and document.result is not None:
+            header += " \u00b7 " + compared_text(document.result, self._compared)
         if self._measured is not None:
-            header += f" \u00b7 <b>executed</b>: {html.escape(self._measured.summary())}"
+            header += (
+                f" \u00b7 <b>executed</b> on this machine: {html.escape(self._measured.summary())}"
+            )
+            basis = prediction_basis(document.graph)
+            if basis:  # 13x slower said nothing of what the prediction is for
+                header += f" <i>(predicted for {html.escape(basis)})</i>"
         if document.result is not None and not document.is_result_current():
             # e.g. a slider dragged during the solve: the schedule is for the old limits
             header += " \u00b7 <i>solved for other memory limits than the sliders' now</i>"
@@ -527,6 +634,9 @@ class GanttView(QWidget):
 
     def _fill_measured(self) -> None:
         run = self._measured
+        if run is None and self._compared is not None and self._compared.timeline is not None:
+            self._fill_compared(self._compared.timeline)
+            return
         starts, ends, lanes = [], [], []
         for device in run.peak_bytes if run is not None else ():
             if device in self._table.lane_of:
@@ -540,11 +650,24 @@ class GanttView(QWidget):
             np.concatenate(lanes or empty),
         )  # fmt: skip
 
+    def _fill_compared(self, other: Timeline) -> None:
+        lane_of = self._table.lane_of
+        spans = [(op.start, op.end, lane_of[op.device]) for op in other.ops if op.device in lane_of]
+        spans += [
+            (tr.start, tr.end, lane_of[link_lane(tr.source, tr.target)])
+            for tr in other.transfers
+            if link_lane(tr.source, tr.target) in lane_of
+        ]
+        array = np.array(spans, dtype=float).reshape(-1, 3)
+        self._layers.set_ghosts(array[:, 0], array[:, 1], array[:, 2])
+
     def _x_end(self, timeline: Timeline | None) -> float:
         """The time axis' extent: the schedule, or its measured run if that took longer."""
         end = timeline_end(timeline)
         if self._measured is not None and len(self._measured.ends):
             end = max(end, float(self._measured.ends[-1]))
+        elif self._compared is not None and self._compared.timeline is not None:
+            end = max(end, timeline_end(self._compared.timeline))
         return end
 
     def _fill_overview(self, timeline: Timeline | None) -> None:
@@ -624,9 +747,10 @@ class GanttView(QWidget):
         return self._reasons[index]
 
 
+_RANGE_HINT = "Shift+drag on the chart to measure a range; Esc clears"
 _NAV_KEY_SET = frozenset(
     [Qt.Key.Key_W, Qt.Key.Key_A, Qt.Key.Key_S, Qt.Key.Key_D, Qt.Key.Key_Up, Qt.Key.Key_Down]
-    + [Qt.Key.Key_Left, Qt.Key.Key_Right]
+    + [Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_F]
 )
 
 

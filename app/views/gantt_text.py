@@ -13,7 +13,9 @@ from solver.execution.simulate import OpEvent, TransferEvent
 from solver.optimize.solve import SolveResult
 
 __all__ = [
+    "compared_text",
     "is_offloading",
+    "result_label",
     "summary_html",
     "op_tooltip",
     "transfer_tooltip",
@@ -62,6 +64,30 @@ def summary_html(result: SolveResult | None, colors: Colors, provisional: bool =
     return text
 
 
+def result_label(result: SolveResult) -> str:
+    """A stored result as the comparison lists it: method, memory limits, total time."""
+    limits = ""
+    if result.schedule is not None:
+        limits = ", ".join(
+            f"{d} {format_size(b)}" for d, b in sorted(result.schedule.memory_limits.items())
+        )
+    total = format_ms(result.timeline.total_ms) if result.timeline is not None else "-"
+    return " \u00b7 ".join(p for p in (result.method, limits, total) if p)
+
+
+def compared_text(shown: SolveResult, other: SolveResult) -> str:
+    """The header's note on an overlaid schedule: what it is and how the one on display
+    compares (rich text)."""
+    if shown.timeline is None or other.timeline is None:
+        return ""
+    a, b = shown.timeline.total_ms, other.timeline.total_ms
+    change = f"{(a - b) / b:+.1%}" if b > 0 else ""
+    return (
+        f"<i>overlaid (lower half of each lane): {html.escape(result_label(other))}; this one "
+        f"{change}</i>"
+    )
+
+
 def op_tooltip(op: OpEvent, operator: str, budget: int, reason: str) -> str:
     """Node, kind, stage, device, times and memory of one operation, and why it is a
     recomputation when it is one (``reason`` from
@@ -106,6 +132,18 @@ def legend_html(colors: Colors, offload: bool = False) -> str:
     if offload:
         items.append((QColor(colors.transfer).darker(140).name(), "\u25a9", "offload (kept)"))
     return " &nbsp; ".join(swatch.format(c=c, g=g, t=t) for c, g, t in items)
+
+
+def range_summary(table: LaneTable, t0: float, t1: float) -> str:
+    """The one line under the chart for a measured range: its span and each used lane's busy
+    share, short enough for the tool row at 1280x720 (:func:`range_totals` is the tooltip)."""
+    span = t1 - t0
+    shares = [
+        f"{lane} {table.busy(lane, t0, t1) / span:.0%}"
+        for lane in table.lanes
+        if " \u2192 " not in lane or table.is_used(lane)
+    ]
+    return f"{format_ms(t0)}\u2013{format_ms(t1)} ({format_ms(span)}) busy: " + ", ".join(shares)
 
 
 def range_totals(table: LaneTable, t0: float, t1: float) -> str:

@@ -46,6 +46,8 @@ class GraphCanvas(QGraphicsView):
 
     moved = Signal()
     """The visible area changed (scroll, zoom, fit, resize): the minimap follows."""
+    resized = Signal()
+    """The canvas changed size (the owner may wrap its drawing to the new shape)."""
     node_clicked = Signal(str)
     """A node (or collapsed block) was clicked: its drawn id."""
     edge_clicked = Signal(object)
@@ -61,6 +63,8 @@ class GraphCanvas(QGraphicsView):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.overlay: Callable[[QPainter, QRect], None] | None = None
+        self.node_lookup: Callable[[QPointF], NodeItem | None] | None = None
+        """The owner's node at a scene point when its items are hidden (an overview)."""
         self._press: tuple[NodeItem | None, QPointF] | None = None
         self._connect_line: QGraphicsLineItem | None = None
         self._drop: NodeItem | None = None
@@ -68,6 +72,9 @@ class GraphCanvas(QGraphicsView):
         self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        # every item sets the pen, brush, opacity and hints it paints with: saving and
+        # restoring the painter around each of thousands of items is time for nothing
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState)
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -106,12 +113,15 @@ class GraphCanvas(QGraphicsView):
         if self.auto_fit:
             self.fit()
         self.moved.emit()
+        self.resized.emit()
 
     # ----- mouse --------------------------------------------------------------------------------
     def _node_at(self, pos) -> NodeItem | None:
         for item in self.items(pos):
             if isinstance(item, NodeItem):
                 return item
+        if self.node_lookup is not None:
+            return self.node_lookup(self.mapToScene(pos))
         return None
 
     def _edge_at(self, pos) -> EdgeItem | None:

@@ -8,6 +8,7 @@ tensor there (``solver.execution.explain``: resident, computing, transferred, fr
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -36,21 +37,30 @@ __all__ = [
     "EdgeItem",
     "NODE_WIDTH",
     "STATUS_LABELS",
+    "box_lines",
     "fitted_name",
     "name_forms",
+    "shape_text",
     "status_colour",
 ]
 
 NODE_WIDTH = 118.0
-MIN_HEIGHT = 34.0
+MIN_HEIGHT = 40.0
 MAX_HEIGHT = 58.0
 CHIP_HEIGHT = 11.0
 DASH = "\u2014"
+_ELIDE = Qt.TextElideMode.ElideRight
+_CENTRE = int(Qt.AlignmentFlag.AlignCenter)
+_LEFT_MIDDLE = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 DETAIL_SCALE = 0.75
 """Below this zoom a box shows only its name (at :data:`TITLE_PIXELS`), not op and size."""
 TITLE_PIXELS = 10
 """Height on screen of a zoomed-out box's name."""
 TINY_PIXELS = 6
+PLAIN_PIXELS = 40
+"""A box narrower than this on screen is a filled, outlined rectangle without text (its
+name would be "la…"; thousands of them, each with a font to measure, made a frame take
+seconds); edges then are straight lines."""
 """A box narrower than this on screen is drawn as a plain rectangle (level of detail)."""
 STATUS_LABELS = {
     "computing": "computing",
@@ -109,6 +119,74 @@ def fitted_name(name: str, metrics: QFontMetricsF, width: float) -> str:
     return metrics.elidedText(forms[-1], Qt.TextElideMode.ElideRight, width)
 
 
+def shape_text(shape: object) -> str:
+    """An output shape as boxes show it.
+
+    >>> shape_text([8, 64, 112, 112]), shape_text(None), shape_text([])
+    ('8×64×112×112', '', 'scalar')
+    """
+    if not isinstance(shape, (list, tuple)):
+        return ""
+    return "×".join(str(d) for d in shape) if shape else "scalar"
+
+
+def box_lines(node: Node, op_level: bool = False) -> tuple[str, str, str]:
+    """A box's three lines: what it is (op type, or a folded module's name), its output
+    (shape and size, or what the module holds), and its name (``""`` when the first line
+    already is it). Netron's boxes say the op; the name is the third line and the tooltip."""
+    extra = node.extra or {}
+    if "members" in extra:
+        return (
+            str(extra.get("module", node.id)),
+            f"{extra['members']} ops · {format_size(int(extra.get('total_bytes', 0)))}",
+            "",
+        )
+    shape = shape_text(extra.get("shape"))
+    detail = " · ".join(p for p in (shape, format_size(node.memory)) if p)
+    # a node of an op-level import is its op, as in Netron; a layer (conv1, a fused
+    # "conv+batch_norm+relu") or a hand-made node is its name, with the op on the third line
+    if node.op and op_level:
+        return node.op, detail, node.id
+    return node.id, detail, node.op
+
+
+@functools.lru_cache(maxsize=1)
+def _TEXT_FONTS() -> tuple[QFont, QFont]:  # noqa: N802 - a constant, made once a QApplication exists
+    """The detailed box text's fonts: the first line's and the smaller ones'."""
+    title = QFont()
+    title.setPointSizeF(8.5)
+    title.setBold(True)
+    small = QFont()
+    small.setPointSizeF(7.0)
+    return title, small
+
+
+@functools.lru_cache(maxsize=64)
+def _fill(kind: int, background: int, amount: float) -> QColor:
+    """A box's fill: its kind's colour ``amount`` of the way to the background (cached)."""
+    return _mix(QColor(kind), QColor(background), amount)
+
+
+@functools.lru_cache(maxsize=64)
+def _title_font(pixels: int) -> QFont:
+    font = QFont()
+    font.setPixelSize(pixels)
+    font.setBold(True)
+    return font
+
+
+@functools.lru_cache(maxsize=64)
+def _accent(height: float) -> QPainterPath:
+    """The kind's bar down a box's left edge, rounded like the box (made once per height:
+    intersecting two paths in every paint of thousands of boxes cost a frame)."""
+    box = QRectF(-NODE_WIDTH / 2, -height / 2, NODE_WIDTH, height)
+    accent = QPainterPath()
+    accent.addRoundedRect(QRectF(box.left(), box.top(), 10, box.height()), 6, 6)
+    clip = QPainterPath()
+    clip.addRect(QRectF(box.left(), box.top(), 5, box.height()))
+    return accent.intersected(clip)
+
+
 def _mix(a: QColor, b: QColor, amount: float) -> QColor:
     return QColor(
         round(a.red() + (b.red() - a.red()) * amount),
@@ -139,12 +217,19 @@ class LazyTip:
 class NodeItem(LazyTip, QGraphicsItem):
     """One operator: a rounded box centred on its position, with chips in step mode."""
 
-    def __init__(self, node: Node, height: float, colors: Colors):
+    def __init__(self, node: Node, height: float, colors: Colors, op_level: bool = False):
         super().__init__()
         self.node = node
+        self._op_level = op_level
+        """The graph is an op-level import: the box's first line is its op type."""
         self.node_id = node.id
         self._height = height
+        self._box = QRectF(-NODE_WIDTH / 2, -height / 2, NODE_WIDTH, height)
         self._colors = colors
+        self._text_rows: list | None = None
+        """The detailed text as (font, metrics, line, colour) rows, made at the first paint."""
+        self._titles: dict[int, str] = {}
+        """The zoomed-out name, fitted, per font pixel size."""
         self._selected = False
         self._hovered = False
         self.on_hover = None
@@ -188,7 +273,7 @@ class NodeItem(LazyTip, QGraphicsItem):
 
     @property
     def box(self) -> QRectF:
-        return QRectF(-NODE_WIDTH / 2, -self._height / 2, NODE_WIDTH, self._height)
+        return QRectF(self._box)
 
     def anchor(self, side: str, pos: QPointF | None = None) -> QPointF:
         """A point on the box edge (``left``, ``right``, ``top``, ``bottom``) in scene units;
@@ -248,9 +333,12 @@ class NodeItem(LazyTip, QGraphicsItem):
         if box.width() * scale < TINY_PIXELS:
             self._paint_tiny(painter, box, kind, faded)
             return
+        if box.width() * scale < PLAIN_PIXELS:
+            self._paint_plain(painter, box, kind, faded)
+            return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setOpacity(0.4 if faded else 1.0)
-        fill = _mix(kind, background, 0.82 if not self._hovered else 0.7)
+        fill = _fill(kind.rgb(), background.rgb(), 0.82 if not self._hovered else 0.7)
         if self._selected or self._drop_target:
             glow = QColor(colors.selection if self._selected else colors.transfer)
             glow.setAlpha(60)
@@ -263,11 +351,7 @@ class NodeItem(LazyTip, QGraphicsItem):
         painter.drawRoundedRect(box, 6, 6)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(kind)
-        accent = QPainterPath()
-        accent.addRoundedRect(QRectF(box.left(), box.top(), 10, box.height()), 6, 6)
-        clip = QPainterPath()
-        clip.addRect(QRectF(box.left(), box.top(), 5, box.height()))
-        painter.drawPath(accent.intersected(clip))
+        painter.drawPath(_accent(self._height))
         if scale >= DETAIL_SCALE:
             self._paint_text(painter, box)
         else:
@@ -275,6 +359,24 @@ class NodeItem(LazyTip, QGraphicsItem):
         if self._residency is not None:
             painter.setOpacity(1.0)
             self._paint_chips(painter, box)
+
+    def _paint_plain(self, painter: QPainter, box: QRectF, kind: QColor, faded: bool) -> None:
+        """Some pixels on screen (a big graph at Fit): the box filled and outlined, its kind's
+        bar at the left, its chips; no text, no rounding, no antialiasing."""
+        colors = self._colors
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        painter.setOpacity(0.4 if faded else 1.0)
+        fill = _fill(
+            kind.rgb(), QColor(colors.background).rgb(), 0.82 if not self._hovered else 0.6
+        )
+        outline = QColor(colors.selection) if self._selected else kind
+        painter.setPen(QPen(outline, 2.0 if self._selected else 0.0))
+        painter.setBrush(fill)
+        painter.drawRect(box)
+        painter.fillRect(QRectF(box.left(), box.top(), 5, box.height()), kind)
+        if self._residency is not None:
+            painter.setOpacity(1.0)
+            self._paint_tiny_chips(painter, box)
 
     def _paint_tiny(self, painter: QPainter, box: QRectF, kind: QColor, faded: bool) -> None:
         """A few pixels on screen (thousands of nodes at Fit): a plain box in the kind's
@@ -285,6 +387,9 @@ class NodeItem(LazyTip, QGraphicsItem):
         if self._residency is None:
             return
         painter.setOpacity(1.0)
+        self._paint_tiny_chips(painter, box)
+
+    def _paint_tiny_chips(self, painter: QPainter, box: QRectF) -> None:
         count = max(len(self._devices), 1)
         width = box.width() / count
         for i, device in enumerate(self._devices):
@@ -303,46 +408,47 @@ class NodeItem(LazyTip, QGraphicsItem):
         """
         if box.width() * scale < 14:
             return
-        font = QFont()
-        font.setPixelSize(max(1, round(TITLE_PIXELS / max(scale, 1e-3))))
-        font.setBold(True)
+        pixels = max(1, round(TITLE_PIXELS / max(scale, 1e-3)))
+        font = _title_font(pixels)
         painter.setFont(font)
         painter.setPen(QColor(self._colors.foreground))
         text_box = box.adjusted(6, 0, -2, 0)
-        name = fitted_name(self.node.id, QFontMetricsF(font), text_box.width())
-        painter.drawText(text_box, int(Qt.AlignmentFlag.AlignCenter), name)
+        name = self._titles.get(pixels)
+        if name is None:
+            title = box_lines(self.node, self._op_level)[0]
+            name = self._titles[pixels] = fitted_name(title, QFontMetricsF(font), text_box.width())
+        painter.drawText(text_box, _CENTRE, name)
 
     def _paint_text(self, painter: QPainter, box: QRectF) -> None:
+        if self._text_rows is None:
+            self._text_rows = self._lay_out_text(box)
+        for font, rect, text, colour in self._text_rows:
+            painter.setFont(font)
+            painter.setPen(colour)
+            painter.drawText(rect, _LEFT_MIDDLE, text)
+
+    def _lay_out_text(self, box: QRectF) -> list:
+        """The box's lines fitted once (fonts, elisions and places never change for a box)."""
         colors = self._colors
         text_box = box.adjusted(10, 3, -5, -3)
-        title = QFont()
-        title.setPointSizeF(8.5)
-        title.setBold(True)
-        metrics = QFontMetricsF(title)
-        painter.setFont(title)
-        painter.setPen(QColor(colors.foreground))
-        name = fitted_name(self.node.id, metrics, text_box.width())
-        detail = " \u00b7 ".join(p for p in (format_size(self.node.memory), self.node.op) if p)
-        small = QFont()
-        small.setPointSizeF(7.5)
-        small_metrics = QFontMetricsF(small)
-        detail = small_metrics.elidedText(detail, Qt.TextElideMode.ElideRight, text_box.width())
-        total = metrics.height() + small_metrics.height()
+        first, second, third = box_lines(self.node, self._op_level)
+        title, small = _TEXT_FONTS()
+        metrics, small_metrics = QFontMetricsF(title), QFontMetricsF(small)
+        width = text_box.width()
+        foreground, muted = QColor(colors.foreground), QColor(colors.muted)
+        rows = [(title, metrics, fitted_name(first, metrics, width), foreground)]
+        rows.append((small, small_metrics, small_metrics.elidedText(second, _ELIDE, width), muted))
+        if third and text_box.height() >= metrics.height() + 2 * small_metrics.height():
+            rows.append((small, small_metrics, fitted_name(third, small_metrics, width), muted))
+        total = sum(m.height() for _, m, _, _ in rows)
         top = text_box.center().y() - total / 2
-        painter.drawText(
-            QRectF(text_box.left(), top, text_box.width(), metrics.height()),
-            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-            name,
-        )
-        painter.setFont(small)
-        painter.setPen(QColor(colors.muted))
-        painter.drawText(
-            QRectF(
-                text_box.left(), top + metrics.height(), text_box.width(), small_metrics.height()
-            ),
-            int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
-            detail,
-        )
+        placed = []
+        for font, font_metrics, text, colour in rows:
+            placed.append(
+                (font, QRectF(text_box.left(), top, width, font_metrics.height()), text, colour)
+            )
+            top += font_metrics.height()
+        return placed
 
     def _paint_chips(self, painter: QPainter, box: QRectF) -> None:
         colors = self._colors
@@ -413,7 +519,6 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         self._emphasis = 0  # 0 normal, 1 touches the selected node, 2 selected edge
         self._head = QPolygonF()
         self.setZValue(1)
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setAcceptHoverEvents(True)  # its tooltip is written on hover enter
         self.update_path()
 
@@ -470,9 +575,11 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         if self._emphasis == 0:
             colour.setAlpha(170)
         width = (1.1, 1.6, 2.6)[self._emphasis]
+        painter.setOpacity(1.0)  # the canvas does not save painter state between items
         scale = option.levelOfDetailFromTransform(painter.worldTransform())
-        if NODE_WIDTH * scale < TINY_PIXELS:  # boxes are plain rectangles: a plain line
+        if NODE_WIDTH * scale < PLAIN_PIXELS:  # boxes are plain rectangles: a plain line
             pen = QPen(colour, 0 if self._emphasis == 0 else 2)  # cosmetic
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(pen)
             path = self.path()
             painter.drawLine(path.pointAtPercent(0.0), path.pointAtPercent(1.0))

@@ -8,13 +8,22 @@ each forward tensor right above the backward node that reads it. No Qt here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import networkx as nx
 
 from solver.document.graph import Graph
 
-__all__ = ["Placement", "layout_graph", "can_fold"]
+__all__ = [
+    "Placement",
+    "Spacing",
+    "can_fold",
+    "layout_graph",
+    "resolution_levels",
+    "scene_positions",
+    "wrap_count",
+]
 
 SWEEPS = 4
 """Barycentre passes (down and up) used to reduce edge crossings."""
@@ -131,3 +140,101 @@ def _folded(graph: Graph, dag: nx.DiGraph) -> Placement:
         max(rows.values(), default=-1) + 1,
         True,
     )
+
+
+# ----- from grid to scene: wrapping a long network, and U-Net's U ------------------------------
+@dataclass(frozen=True)
+class Spacing:
+    """Scene units between grid positions: columns, rows, wrapped lines, resolution levels."""
+
+    column: float
+    row: float
+    line_gap: float
+    level: float
+
+
+def resolution_levels(graph: Graph) -> dict[str, int] | None:
+    """Each forward node's depth in an encoder-decoder (halvings of its spatial size below the
+    largest), when the network is one: its sizes go down and come back up, as U-Net's do.
+    ``None`` for any other network (a classifier only goes down).
+
+    Drawn with these as rows, U-Net looks like a U instead of a ribbon.
+    """
+    sizes: dict[str, int] = {}
+    for node in graph.nodes:
+        shape = node.extra.get("shape") if node.extra else None
+        if node.kind == "forward" and isinstance(shape, list) and len(shape) == 4:
+            sizes[node.id] = int(shape[-1])
+    if len(sizes) < 6:
+        return None
+    top = max(sizes.values())
+    levels = {n: max(round(math.log2(top / max(s, 1))), 0) for n, s in sizes.items()}
+    order = [levels[n.id] for n in graph.nodes if n.id in levels]
+    deepest = max(order)
+    bottom = order.index(deepest)
+    # an encoder-decoder: deep in the middle, back near the top at the end
+    if deepest < 2 or bottom > 0.8 * len(order) or order[-1] > deepest / 2:
+        return None
+    return levels
+
+
+def wrap_count(placement: Placement, spacing: Spacing, aspect: float) -> int:
+    """Lines to cut the columns into so that the drawing's width over height is nearest to
+    ``aspect`` (the view's): a 300-column network in a wide, short dock reads as text does,
+    in lines, instead of as a ribbon a few pixels tall at Fit."""
+    if placement.columns <= 1 or aspect <= 0:
+        return 1
+    height = (placement.rows + 0.5) * spacing.row
+    best, best_error = 1, math.inf
+    for lines in range(1, placement.columns + 1):
+        per_line = math.ceil(placement.columns / lines)
+        width = per_line * spacing.column
+        total = lines * height + (lines - 1) * spacing.line_gap
+        error = abs(math.log(width / total) - math.log(aspect))
+        if error < best_error:
+            best, best_error = lines, error
+        elif width / total < aspect:
+            break  # only narrower from here
+    return best
+
+
+def scene_positions(
+    placement: Placement,
+    spacing: Spacing,
+    lines: int = 1,
+    vertical: bool = False,
+    levels: dict[str, int] | None = None,
+    backward_of: dict[str, str] | None = None,
+) -> dict[str, tuple[float, float]]:
+    """Scene position of every node: columns cut into ``lines`` (one under the other; side by
+    side when ``vertical``), with ``levels`` (:func:`resolution_levels`) moving forward nodes
+    down and each backward node (``backward_of``: node -> its forward node) under its own."""
+    per_line = math.ceil(max(placement.columns, 1) / max(lines, 1))
+    line_height = (placement.rows + 0.5) * spacing.row + spacing.line_gap
+    deepest = max(levels.values(), default=0) if levels else 0
+    if levels:
+        line_height += deepest * spacing.level
+    positions: dict[str, tuple[float, float]] = {}
+    for node, column in placement.column.items():
+        line, along = divmod(column, per_line)
+        across = placement.row[node] * spacing.row + line * line_height
+        if levels:
+            forward = (backward_of or {}).get(node, node)
+            lift = levels.get(forward, _nearest_level(placement, levels, forward))
+            across += lift * spacing.level
+            if placement.band.get(node, 0):
+                across += deepest * spacing.level  # the backward band under the deepest
+        x = along * spacing.column
+        positions[node] = (across, x) if vertical else (x, across)
+    return positions
+
+
+def _nearest_level(placement: Placement, levels: dict[str, int], node: str) -> int:
+    """A node without a spatial size (the loss, a flatten) takes its column's neighbour's."""
+    column = placement.column.get(node, 0)
+    near = [
+        (abs(placement.column[n] - column), level)
+        for n, level in levels.items()
+        if n in placement.column
+    ]
+    return min(near)[1] if near else 0

@@ -18,7 +18,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QCursor, QFontMetrics
 from PySide6.QtWidgets import (
     QGraphicsRectItem,
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
-from app.theme import Colors, colors_for, style_plot
+from app.theme import Colors, FollowsTheme, colors_for, style_plot
 from app.views.plotting import HoverProxy, has_replay, install_export_action
 from solver.execution.explain import StageMatrices, stage_matrices
 
@@ -154,7 +154,7 @@ class _MatrixPlot:
         self.plot.getViewBox().enableAutoRange()
 
 
-class MatricesView(QWidget):
+class MatricesView(FollowsTheme, QWidget):
     """R and S per device, with the selected node's column and the cursor's stage outlined.
 
     Listens to ``graph_changed``, ``result_changed``, ``selection_changed``, ``cursor_changed``.
@@ -344,11 +344,9 @@ class MatricesView(QWidget):
                 color=colors.foreground,
             )
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle()
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        self._restyle()
+        self._redraw()
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().showEvent(event)

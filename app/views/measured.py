@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from solver.document.graph import Graph
 from solver.document.units import format_ms, format_size
 
-__all__ = ["MeasuredRun", "measured_run"]
+__all__ = ["MeasuredRun", "measured_run", "prediction_basis"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,26 @@ def measured_run(schedule: object, report: Mapping[str, Any]) -> MeasuredRun:
         predicted_peak=dict(predicted["peak_bytes"]),
         gradients_match=bool(report.get("gradients_match", True)),
     )
+
+
+def prediction_basis(graph: Graph | None) -> str:
+    """What the predicted times model, e.g. ``modelled ryzen-9-7950x (cpu), rtx-3090 (gpu)``:
+    the importer's cost model of published hardware, not the machine a step runs on.
+
+    >>> from solver.document.generators import unit_chain
+    >>> g = unit_chain(1)
+    >>> prediction_basis(g)
+    ''
+    >>> from dataclasses import replace
+    >>> prediction_basis(replace(g, meta={"cost_model": {"gpu": "roofline rtx-3090 (35 TF/s)"}}))
+    'the modelled rtx-3090 (gpu), not this machine'
+    """
+    models = graph.meta.get("cost_model") if graph is not None else None
+    if not isinstance(models, Mapping) or not models:
+        return ""
+    parts = []
+    for device, text in models.items():
+        words = str(text).split(" (", 1)[0].split()
+        hardware = words[-1] if words else str(text)
+        parts.append(f"{hardware} ({device})")
+    return f"the modelled {', '.join(parts)}, not this machine"

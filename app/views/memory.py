@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QBrush, QColor, QCursor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
 from app.views.measured import MeasuredRun
@@ -28,6 +28,7 @@ from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_ex
 from app.views.tensor_bands import workspace_at
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import MemoryCurve, Timeline
+from solver.optimize.solve import SolveResult
 
 __all__ = ["MemoryView"]
 
@@ -41,6 +42,10 @@ _AXIS_PIXELS = 40
 """The time axis, under the last plot only (the plots share it)."""
 _TITLE_PIXELS = 18
 """The title row of each plot (pyqtgraph reserves 30 px: a fifth of a short plot)."""
+
+
+BUDGET_IN_VIEW = 3.0
+"""The budget line is drawn while it is at most this many times the plot's peak."""
 
 
 class _DevicePlot:
@@ -62,7 +67,10 @@ class _DevicePlot:
         """The measured peak of an executed schedule (Solve > Execute on PyTorch)."""
         self.measured.setVisible(False)
         self.cursor = pg.InfiniteLine(angle=90, movable=False)
+        self.compared = pg.PlotDataItem(stepMode="center")
+        """Another stored schedule's memory on this device, dashed (the comparison)."""
         self.plot.addItem(self.curve)
+        self.plot.addItem(self.compared)
         self.plot.addItem(self.offloaded)
         self.plot.addItem(self.selected)
         self.plot.addItem(self.peak)
@@ -72,7 +80,7 @@ class _DevicePlot:
         self.unit = "B"
 
 
-class MemoryView(QWidget):
+class MemoryView(FollowsTheme, QWidget):
     """Per-device memory in use, budget line, peak marker, and the selected tensor's share.
 
     Listens to ``graph_changed``, ``memory_limits_changed``, ``result_changed``,
@@ -154,6 +162,30 @@ class MemoryView(QWidget):
         another schedule is put on display)."""
         self._measured = run
         self._redraw()
+
+    def set_compared(self, result: SolveResult | None) -> None:
+        """Draw ``result``'s memory, dashed, over each device's curve (``None``: remove)."""
+        self._compared = result
+        self._redraw_compared()
+
+    def compared_curve(self, device: str) -> pg.PlotDataItem:
+        """The overlaid schedule's memory curve on ``device`` (plot units)."""
+        self.flush()
+        return self._plots[device].compared
+
+    _compared: SolveResult | None = None
+
+    def _redraw_compared(self) -> None:
+        other = self._compared.timeline if self._compared is not None else None
+        colors = colors_for(self)
+        for item in self._plots.values():
+            curve = other.memory.get(item.device) if other is not None else None
+            if curve is None:
+                item.compared.setData([], [])
+                continue
+            x, y = _steps(curve, timeline_end(other))
+            item.compared.setData(x, y / item.scale)
+            item.compared.setPen(colors.pen(colors.foreground, 1.3, dashed=True))
 
     def measured_line(self, device: str) -> pg.InfiniteLine:
         """The horizontal line at ``device``'s measured peak (hidden without a measurement)."""
@@ -286,11 +318,9 @@ class MemoryView(QWidget):
             item.measured.setPen(colors.pen(colors.foreground, 1.5, dashed=True))
             item.measured.label.setColor(colors.foreground)
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle()
-            self._redraw()
+    def on_theme_changed(self) -> None:
+        self._restyle()
+        self._redraw()
 
     # ----- slots ------------------------------------------------------------------------------
     def _on_document_graph_changed(self) -> None:
@@ -357,6 +387,7 @@ class MemoryView(QWidget):
             self._draw_device(item, curve, end, budget)
             self._draw_offloaded(item, timeline, end)
             self._draw_selected(item)
+        self._redraw_compared()
         if self._plots:
             first = next(iter(self._plots.values())).plot
             if self._link is None:
@@ -384,7 +415,9 @@ class MemoryView(QWidget):
         measured = run.peak_bytes.get(item.device) if run is not None else None
         held = max(peak, measured or 0)
         # a device that holds nothing shows its budget (a 0-1 B axis ticked 0.2 B: no such bytes)
-        shown_budget = budget if held == 0 or budget <= 1.6 * held else None
+        # the budget line stays on the plot while the curve keeps a third of its height: a
+        # schedule using half its budget (a solve cut short) must show the room it left
+        shown_budget = budget if held == 0 or budget <= BUDGET_IN_VIEW * held else None
         item.unit, item.scale = byte_unit(max(peak, shown_budget or 0, measured or 0))
         item.curve.setData(x, y / item.scale)
         # the title names device and quantity; a long rotated label ran into its neighbour's
@@ -403,7 +436,9 @@ class MemoryView(QWidget):
         item.budget.setPos(budget / item.scale)
         item.budget_label.setVisible(shown_budget is not None)
         item.budget_label.setText(f"activation budget {format_size(budget)}")
-        item.budget_label.setPos(end, budget / item.scale)
+        # at the plot's right end: an empty plot's end is 0, where the right-anchored label
+        # lay outside the plot but for a stray red "B" at its left edge
+        item.budget_label.setPos(end if end > 0 else extent, budget / item.scale)
         item.measured.setVisible(measured is not None)
         if measured is not None:
             item.measured.setPos(measured / item.scale)

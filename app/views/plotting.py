@@ -9,7 +9,7 @@ from collections.abc import Callable
 from functools import partial
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QEvent, QObject, QPointF
 from PySide6.QtGui import QAction, QColor, QPen
 from PySide6.QtWidgets import QFileDialog, QWidget
 
@@ -112,13 +112,27 @@ class HoverProxy:
     """Calls ``on_hover(scene_pos)`` at most ``rate`` times a second while the mouse moves.
 
     pyqtgraph items have no per-bar tooltips (qt-stack.md §3.3 #4), so views hit-test their own
-    tables; rate limiting keeps that cheap on big schedules.
+    tables; rate limiting keeps that cheap on big schedules. The views show their tips with
+    ``QToolTip.showText``; Qt's own tooltip event (sent once the mouse rests, ~0.7 s) would
+    reach ``QGraphicsScene.helpEvent``, find no item with a tooltip and hide theirs: tips
+    vanished about a second after the mouse stopped. :class:`_KeepTips` swallows that event on
+    every view of the scene, so a tip stays until the mouse moves off its bar.
     """
 
     def __init__(self, scene, on_hover: Callable[[QPointF], None], rate: int = 30):
         self._proxy = pg.SignalProxy(
             scene.sigMouseMoved, rateLimit=rate, slot=lambda args: on_hover(args[0])
         )
+        self._keep_tips = _KeepTips(scene)
+        for view in scene.views():
+            view.viewport().installEventFilter(self._keep_tips)
+
+
+class _KeepTips(QObject):
+    """Eats ``QEvent.Type.ToolTip`` on a plot's viewport (see :class:`HoverProxy`)."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        return event.type() == QEvent.Type.ToolTip
 
 
 def install_export_action(scene, widget: QWidget) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFrame,
     QLabel,
     QScrollArea,
@@ -17,8 +18,10 @@ from PySide6.QtWidgets import (
 from app.document import Document
 from app.views.concurrent_source import ConcurrentSource
 from app.views.gantt import GanttView
+from app.views.gantt_text import result_label
 from app.views.memory import MemoryView
 from solver.document.units import format_ms
+from solver.optimize.solve import SolveResult
 
 __all__ = ["ScheduleView"]
 
@@ -66,8 +69,17 @@ class ScheduleView(QWidget):
             "other); the concurrent makespan lays the same schedule out with every device and "
             "link working in parallel"
         )
+        self.compare_box = QComboBox()
+        self.compare_box.setToolTip(
+            "Overlay another result of this graph (another budget, method, or with and "
+            "without offloading) in the Gantt chart and the memory curves"
+        )
+        self.compare_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.compare_box.setMaximumWidth(260)
+        self.compare_box.activated.connect(self._on_compare_box_activated)
+        self._choices: list[SolveResult] = []
         # in the Gantt chart's tool row: a row of its own cost the curves their height
-        self.gantt.add_tools(toggle, self.makespan_label)
+        self.gantt.add_tools(toggle, self.makespan_label, self.compare_box)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.gantt)
         splitter.addWidget(self.memory)
@@ -85,8 +97,47 @@ class ScheduleView(QWidget):
         layout.addWidget(self.scroll)
         document.result_changed.connect(self._update_label)
         document.graph_changed.connect(self._update_label)
+        document.result_changed.connect(self._fill_compare_box)
+        document.graph_changed.connect(self._fill_compare_box)
+        self._fill_compare_box()
         self._update_label()
         self.gantt.reset_view()
+
+    def compare_with(self, result: SolveResult | None) -> None:
+        """Overlay ``result`` in the Gantt chart and the memory curves (``None``: nothing)."""
+        self._compared = result
+        self.gantt.set_compared(result)
+        self.memory.set_compared(result)
+        self._fill_compare_box()
+
+    _compared: SolveResult | None = None
+
+    def compare_choices(self) -> list[str]:
+        """The compare box's entries (the first: nothing)."""
+        return [self.compare_box.itemText(i) for i in range(self.compare_box.count())]
+
+    def _fill_compare_box(self) -> None:
+        """Every stored result of this graph but the one on display (the document's cache:
+        solved here, or found in the result store)."""
+        shown = self._document.result
+        self._choices = [r for r in self._document.cached_results() if r is not shown]
+        if self._compared is not None and self._compared not in self._choices:
+            self._compared = None  # another graph, or now on display itself
+            self.gantt.set_compared(None)
+            self.memory.set_compared(None)
+        with QSignalBlocker(self.compare_box):
+            self.compare_box.clear()
+            self.compare_box.addItem(
+                "compare with\u2026" if self._choices else "nothing to compare"
+            )
+            for result in self._choices:
+                self.compare_box.addItem(result_label(result))
+            if self._compared is not None:
+                self.compare_box.setCurrentIndex(self._choices.index(self._compared) + 1)
+        self.compare_box.setEnabled(bool(self._choices))
+
+    def _on_compare_box_activated(self, index: int) -> None:
+        self.compare_with(self._choices[index - 1] if index > 0 else None)
 
     def _on_concurrent_toggled(self, on: bool) -> None:
         source = self._concurrent if on else None

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.icons import media_icon
-from app.theme import colors_for
+from app.theme import FollowsTheme, colors_for
 from app.views.binding import binding_constraints
 from app.views.plotting import has_replay
 from solver.document.units import format_ms, format_size
@@ -45,7 +45,7 @@ _OWNS_SPACE = (QAbstractButton, QLineEdit, QTextEdit, QPlainTextEdit, QAbstractS
 """Widgets for which Space means something (press a button, type a space, open a list)."""
 
 
-class StepperPanel(QWidget):
+class StepperPanel(FollowsTheme, QWidget):
     """First / previous / play / next / last buttons, a slider over operations, the explanation.
 
     Listens to ``result_changed`` and ``cursor_changed``; writes only ``document.set_cursor``.
@@ -252,9 +252,8 @@ class StepperPanel(QWidget):
                     counts[pixel] = counts.get(pixel, 0) + 1
         return QColor.fromRgba(max(counts, key=counts.get)) if counts else QColor()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and getattr(self, "_actions", None):
+    def on_theme_changed(self) -> None:
+        if getattr(self, "_actions", None):
             self._redraw_icons()
 
     def _show_state(self, index: int) -> None:
@@ -286,11 +285,40 @@ class StepperPanel(QWidget):
         muted = colors_for(self).muted
         head, dash, reason = explanation.partition(" — ")
         text = f"<b>{html.escape(head)}</b>{dash}{html.escape(reason)}"
-        if binds:
-            text += "<br><b>Binds:</b> " + html.escape("; ".join(binds))
+        news = _not_yet_said(explanation, binds or [])
+        if news:
+            text += "<br><b>Binds:</b> " + html.escape("; ".join(news))
         if detail:
             text += f'<br><span style="color:{muted}">{html.escape(detail)}</span>'
         self._text.setText(text)
+        self._shown_text = text
+
+    @property
+    def shown_text(self) -> str:
+        """The step text as drawn (rich text)."""
+        return getattr(self, "_shown_text", "")
+
+
+def _not_yet_said(explanation: str, binds: list[str]) -> list[str]:
+    """The binding sentences that add to ``explanation``: the step text said a recomputation's
+    reason twice, and each copy of "copying a, b and c from gpu" once more in its own words.
+
+    >>> _not_yet_said("recompute a on gpu (1 ms) — not kept", ["a is recomputed: not kept"])
+    []
+    >>> _not_yet_said("compute d on cpu (1 ms), copying a from gpu (2 ms)",
+    ...     ["a is copied from gpu: d needs it on cpu, where it is not resident", "cpu is full"])
+    ['cpu is full']
+    """
+    head = explanation.partition(" — ")[0]
+    kept = []
+    for bind in binds:
+        subject, _, why = bind.partition(": ")
+        if why and why in explanation:
+            continue  # the explanation gives this reason already
+        if subject.endswith(" is copied from " + subject.rsplit(" ", 1)[-1]) and "copying" in head:
+            continue  # the explanation lists the copies
+        kept.append(bind)
+    return kept
 
 
 class _SpaceGuard(QObject):

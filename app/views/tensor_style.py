@@ -15,7 +15,26 @@ from PySide6.QtGui import QBrush, QColor
 from app.theme import Colors
 from solver.document.graph import Graph
 
-__all__ = ["BandBrushes"]
+__all__ = ["BandBrushes", "layer_colour"]
+
+
+_SATURATION = (0.62, 0.42, 0.80)
+_VALUE = (0.88, 0.70, 0.80, 0.60, 0.95)
+
+
+def layer_colour(layer: int, recomputed: bool = False) -> QColor:
+    """The colour of the ``layer``-th layer: hues step around the circle by the golden ratio
+    (neighbours differ), and saturation and brightness cycle through 3 and 5 levels, so that
+    ResNet-50's 145 layers get 145 distinct colours (the hue alone gave near-twins a few
+    layers apart). A recomputation is the same hue, paler.
+
+    >>> len({layer_colour(k).name() for k in range(145)})
+    145
+    """
+    hue = (layer * 0.61803398875) % 1.0
+    saturation = _SATURATION[layer % 3]
+    value = _VALUE[(layer // 3) % 5]
+    return QColor.fromHsvF(hue, saturation * (0.45 if recomputed else 1.0), value)
 
 
 class BandBrushes:
@@ -40,8 +59,7 @@ class BandBrushes:
     def brush(self, node: int, origin: int) -> QBrush:
         key = (self._layer[node], origin)
         if key not in self._cache:
-            hue = (key[0] * 0.61803398875) % 1.0  # golden-ratio steps: neighbours differ
-            color = QColor.fromHsvF(hue, 0.55 if origin != 1 else 0.25, 0.85)
+            color = layer_colour(key[0], recomputed=origin == 1)
             style = {
                 1: Qt.BrushStyle.Dense4Pattern,
                 3: Qt.BrushStyle.DiagCrossPattern,

@@ -23,12 +23,12 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
-from app.theme import colors_for, style_plot
+from app.theme import FollowsTheme, colors_for, style_plot
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from app.views.tensor_bands import (
     EMPTY,
@@ -46,13 +46,19 @@ from solver.optimize.solve import SolveResult
 
 __all__ = ["ORIGINS", "Bands", "TensorMemoryView", "tensor_bands", "resident_reason"]
 
+BUDGET_IN_VIEW = 3.0
+"""The budget line is drawn while it is at most this many times the highest stack."""
+LABEL_SHARE = 0.1
+"""A band this share of the time and of the height, or more, carries its tensor's name."""
+MAX_LABELS = 12
+
 _PLOT_PIXELS = 150
 _IDLE_PIXELS = 60
 """A device that holds nothing: a row with its title and time axis, no more."""
 _UNBOUNDED = 16_777_215.0  # QWIDGETSIZE_MAX: no maximum
 
 
-class TensorMemoryView(QWidget):
+class TensorMemoryView(FollowsTheme, QWidget):
     """Stacked per-tensor bands per device (see module docstring)."""
 
     def __init__(self, document: Document, parent: QWidget | None = None):
@@ -65,6 +71,10 @@ class TensorMemoryView(QWidget):
         self._dirty = False
         self._other: SolveResult | None = None
         self._others: dict[str, pg.PlotDataItem] = {}
+        self._budgets: dict[str, pg.InfiniteLine] = {}
+        """Each device's activation budget, dashed, as in the memory curves."""
+        self._labels: dict[str, list[pg.TextItem]] = {}
+        """Names written on each device's biggest bands."""
         self._choices: list[SolveResult] = []
         self._build_items()
         document.graph_changed.connect(self._redraw)
@@ -174,6 +184,7 @@ class TensorMemoryView(QWidget):
             return
         self._layout.clear()
         self._plots, self._cursors, self._others = {}, {}, {}
+        self._budgets, self._labels = {}, {}
         self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1))
         colors = colors_for(self)
         first = None
@@ -185,11 +196,20 @@ class TensorMemoryView(QWidget):
             bars = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
             selected = pg.BarGraphItem(x0=[], width=[], y0=[], height=[])
             cursor = pg.InfiniteLine(angle=90, movable=False)
+            budget = pg.InfiniteLine(
+                angle=0,
+                movable=False,
+                label="",
+                labelOpts={"position": 0.98, "anchors": [(1, 1)] * 2},
+            )
             other = pg.PlotDataItem(stepMode="center")
             plot.addItem(bars)
             plot.addItem(selected)
             plot.addItem(other)
             plot.addItem(cursor, ignoreBounds=True)
+            plot.addItem(budget, ignoreBounds=True)
+            self._budgets[device] = budget
+            self._labels[device] = []
             self._others[device] = other
             if first is not None:
                 plot.setXLink(first)
@@ -205,6 +225,8 @@ class TensorMemoryView(QWidget):
             selected.setOpts(brush=pg.mkBrush(None), pen=colors.pen(colors.selection, 2.5))
             self._cursors[device].setPen(colors.pen(colors.cursor, 1.5, dashed=True))
             self._others[device].setPen(colors.pen(colors.foreground, 2, dashed=True))
+            self._budgets[device].setPen(colors.pen(colors.budget, 1.5, dashed=True))
+            self._budgets[device].label.setColor(colors.budget)
         self._legend.setText(
             "One band per resident tensor, coloured by layer \u00b7 "
             "<i>lighter, hatched</i>: recomputed \u00b7 "
@@ -214,9 +236,8 @@ class TensorMemoryView(QWidget):
             " \u00b7 hover for why it is resident, click to select"
         )
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and self._plots:
+    def on_theme_changed(self) -> None:
+        if self._plots:
             self._restyle()
             self._redraw()
 
@@ -286,11 +307,54 @@ class TensorMemoryView(QWidget):
             plot.setMaximumHeight(_IDLE_PIXELS if idle else _UNBOUNDED)
             end = timeline.total_ms if timeline is not None and timeline.ops else 1.0
             plot.setXRange(0, end, padding=0.01)
-            plot.setYRange(0, top / scale * 1.05 if top > 0 else 1.0, padding=0)
+            budget = int(timeline.activation_budgets.get(device, 0)) if timeline else 0
+            shown = 0 < budget <= BUDGET_IN_VIEW * top  # the room left, as the memory plot shows
+            line = self._budgets[device]
+            line.setVisible(shown and not idle)
+            line.setPos(budget / scale)
+            line.label.setFormat(f"activation budget {format_size(budget)}")
+            high = max(top, budget if shown else 0) / scale
+            plot.setYRange(0, high * 1.05 if high > 0 else 1.0, padding=0)
+            self._label_bands(device, bands, end, max(top, budget if shown else 0), scale, graph)
         self._fill_compare_choices()
         self._redraw_other()
         self._redraw_selection()
         self._redraw_cursor()
+
+    def budget_line(self, device: str) -> pg.InfiniteLine:
+        """The dashed line at ``device``'s activation budget."""
+        return self._budgets[device]
+
+    def band_labels(self, device: str) -> list[str]:
+        """The names written on ``device``'s biggest bands."""
+        return [label.textItem.toPlainText() for label in self._labels.get(device, [])
+                if label.isVisible()]  # fmt: skip
+
+    def _label_bands(self, device, bands: Bands, end: float, top: float, scale: int, graph):
+        """Write the tensor's name on each band big enough to hold it (a tenth of the time
+        and of the height), the biggest first, at most :data:`MAX_LABELS` per device: 145
+        layers in look-alike colours had to be hovered one by one."""
+        plot = self.plot(device)
+        labels = self._labels[device]
+        big = []
+        if top > 0 and end > 0 and len(bands.x0):
+            area = (bands.width / end) * (bands.height / top)
+            keep = (bands.width >= LABEL_SHARE * end) & (bands.height >= LABEL_SHARE * top)
+            keep &= bands.origin != WORKSPACE
+            big = sorted(np.nonzero(keep)[0], key=lambda j: -area[j])[:MAX_LABELS]
+        colors = colors_for(self)
+        while len(labels) < len(big):
+            label = pg.TextItem(anchor=(0.5, 0.5))
+            plot.addItem(label, ignoreBounds=True)
+            labels.append(label)
+        for label in labels[len(big) :]:
+            label.setVisible(False)
+        for label, j in zip(labels, big, strict=False):
+            label.setText(graph.nodes[int(bands.node[j])].id, color=colors.foreground)
+            label.setPos(
+                bands.x0[j] + bands.width[j] / 2, (bands.y0[j] + bands.height[j] / 2) / scale
+            )
+            label.setVisible(True)
 
     def _fill_compare_choices(self) -> None:
         shown = self._document.result

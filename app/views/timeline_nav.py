@@ -23,6 +23,7 @@ __all__ = [
     "OverviewStrip",
     "TimelineViewBox",
     "busy_time",
+    "focus_x",
     "merge_intervals",
     "navigate",
     "pan_x",
@@ -61,17 +62,30 @@ def pan_x(vb: pg.ViewBox, fraction: float) -> None:
     vb.setXRange(x0 + shift, x1 + shift, padding=0)
 
 
-def navigate(vb: pg.ViewBox, key: int) -> bool:
-    """Apply navigation key ``key`` (see :data:`NAV_KEYS`); False if it is not one."""
+def navigate(vb: pg.ViewBox, key: int, center: float | None = None) -> bool:
+    """Apply navigation key ``key`` (see :data:`NAV_KEYS`); False if it is not one. A zoom
+    keeps ``center`` (the time under the mouse, as in Perfetto) in place; without it, the
+    middle of the visible window."""
     action = NAV_KEYS.get(Qt.Key(key))
     if action is None:
         return False
     what, amount = action
     if what == "zoom":
-        zoom_x(vb, amount)
+        zoom_x(vb, amount, center)
     else:
         pan_x(vb, amount)
     return True
+
+
+def focus_x(vb: pg.ViewBox, t0: float, t1: float, margin: float = 0.1) -> None:
+    """Show ``[t0, t1]`` with ``margin`` of its width on each side (F: focus the selection);
+    an instant gets a window of a thousandth of the full extent around it."""
+    width = t1 - t0
+    if width <= 0:
+        (x0, x1), _ = vb.viewRange()
+        width = max((x1 - x0) * 0.02, 1e-9)
+        t0, t1 = t0 - width / 2, t1 + width / 2
+    vb.setXRange(t0 - margin * width, t1 + margin * width, padding=0)
 
 
 class TimelineViewBox(pg.ViewBox):

@@ -17,3 +17,25 @@ def test_a_host_far_above_the_peak_reads_as_a_multiple() -> None:
         == "<b>over 1000\u00d7</b> the peak · no remat"
     )
     assert _percent_text(409 * 100, 100, 0, False) == "<b>409\u00d7</b> the peak · no remat"
+
+
+def test_memory_field_takes_a_percentage_of_the_peak_as_the_command_line_does(make_window):
+    """The GPU memory field refused "60%", which ``--budget gpu=60%`` accepts (issue 20)."""
+    from solver.cli import parse_budget
+
+    window = make_window("chain")
+    graph = window.document.graph
+    edit = window.devices_panel.rows["gpu"].size_edit
+    edit.setText("60%")
+    edit.editingFinished.emit()
+    assert window.document.memory_limits["gpu"] == parse_budget(graph, "gpu=60%")[1]
+    edit.setText("lots%")
+    edit.editingFinished.emit()
+    assert "not a percentage" in edit.toolTip()
+
+
+def test_device_row_names_the_kind_only_when_it_differs(make_window):
+    """Rows read "cpu cpu" and "gpu gpu": the kind repeated the name (issue 20)."""
+    window = make_window("chain")
+    row = window.devices_panel.rows["cpu"]
+    assert not row.kind_label.isVisibleTo(row)

@@ -14,11 +14,17 @@ MODULES = [
     "app.views.gantt_geometry",
     "app.views.gantt_lanes",
     "app.views.tensor_bands",
-    "app.views.graph_blocks",
+    "app.views.graph_hierarchy",
+    "app.panels.solve_report",
+    "app.panels.node_facts",
+    "app.import_model",
+    "app.views.stepper",
     "app.views.timeline_nav",
+    "app.views.slices",
     "app.panels.live_range",
     "app.views.measured",
     "app.views.graph_items",
+    "app.views.tensor_style",
 ]
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from app.execute_action import DeviceMapDialog, ExecutionDialog, report_text
+from app.views.measured import prediction_basis
 from solver.optimize.methods import solve
 
 
@@ -33,7 +35,10 @@ def test_execute_action_reports_measured_beside_predicted(qtbot, make_window, mo
     doc = action.last_report
     assert doc["gradients_match"] is True
     assert doc["measured"]["peak_bytes"]["gpu"] <= doc["budget_bytes"]["gpu"]
-    assert shown == [report_text(doc)]
+    basis = prediction_basis(window.document.graph)
+    assert "rtx-3090 (gpu), not this machine" in basis
+    assert shown == [report_text(doc, basis)]
+    assert f"for {basis}" in shown[0]
     assert shown[0].startswith("Gradients equal loss.backward(): yes")
     assert action.action.isEnabled()
     gantt = window.schedule_tabs.widget(0).gantt  # measured beside predicted, in the views
@@ -147,3 +152,51 @@ def test_execute_action_cancel_stops_the_run_at_once(qtbot, make_window, monkeyp
     assert time.monotonic() - started < 10  # not the 20 s grace of a job that ignores cancel
     assert window.statusBar().currentMessage() == "Execution cancelled"
     assert action.action.isEnabled() and action.last_report is None and not shown
+
+
+def test_execute_is_off_for_an_onnx_import_and_says_why(make_window, dialogs):
+    """Execute was enabled on an ONNX import, asked for a device map, then failed with a
+    misleading "model spec ... not module:Class" (issue 20, item 8)."""
+    from dataclasses import replace
+
+    window = make_window("chain")
+    graph = window.document.graph
+    onnx = replace(
+        graph,
+        meta={"importer": "onnx + onnx.shape_inference", "source": "m.onnx", "input_shape": [1]},
+    )
+    window.document.open(onnx)
+    window.document.set_result(solve(onnx, "checkpoint-all:cpu"))
+    action = window.execute_action
+    assert not action.action.isEnabled()
+    assert "imported from an ONNX file" in action.action.toolTip()
+    assert action.start() is False
+    assert "PyTorch class (File > Import Model)" in str(dialogs.errors[-1])
+
+
+def test_measured_header_says_what_the_prediction_models(make_window):
+    from app.views.measured import MeasuredRun
+
+    window = make_window("resnet18")
+    window.document.set_result(solve(window.document.graph, "checkpoint-all:gpu"))
+    gantt = window.schedule_tabs.widget(0).gantt
+    ops = window.document.timeline.ops
+
+    total = window.document.timeline.total_ms
+    run = MeasuredRun(
+        schedule=window.document.result.schedule,
+        devices=tuple(op.device for op in ops),
+        starts=np.array([op.start for op in ops]),
+        ends=np.array([op.end for op in ops]),
+        total_ms=13 * total,
+        copy_ms=0.0,
+        predicted_ms=total,
+        peak_bytes={"gpu": 1},
+        predicted_peak={"gpu": 1},
+        gradients_match=True,
+    )
+    gantt.set_measured(run)
+    assert "on this machine" in gantt.summary_text
+    assert "the modelled ryzen-9-7950x (cpu), rtx-3090 (gpu), not this machine" in (
+        gantt.summary_text
+    )

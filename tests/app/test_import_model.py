@@ -158,7 +158,7 @@ def test_cancel_stops_the_import_and_keeps_the_graph(qtbot, make_window, tiny):
     assert window.document.graph.name == "chain" and not window.document.is_modified
 
 
-def test_a_refused_model_is_shown_in_one_line(qtbot, make_window, dialogs, tmp_path):
+def test_a_refused_model_is_shown_in_one_line(qtbot, make_window, dialogs, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     (tmp_path / "branchy.py").write_text(
         "import torch\n\n\nclass B(torch.nn.Module):\n    def __init__(self):\n"
@@ -167,12 +167,45 @@ def test_a_refused_model_is_shown_in_one_line(qtbot, make_window, dialogs, tmp_p
     )
     spec = f"{tmp_path / 'branchy.py'}:B"
     window = make_window("chain")
+    asked = []
+    monkeypatch.setattr(
+        ImportModelDialog, "ask", classmethod(lambda cls, *a: asked.append(a) and None)
+    )
     window.import_model_action.start(
         ModelImportRequest(("import-torch", spec, "--input", "2x4"), spec)
     )
-    qtbot.waitUntil(lambda: bool(dialogs.errors), timeout=120_000)
-    title, message = dialogs.errors[-1]
-    assert title == f"Could not import {spec}"
+    qtbot.waitUntil(lambda: bool(asked), timeout=120_000)
+    # the dialog again, filled as it was, with the reason inside it: no box of its own
+    _parent, _folder, fields, message = asked[-1]
+    assert fields["model"] == spec and fields["inputs"] == "2x4"
     assert "data-dependent control flow" in message and "\n" not in message
+    assert not dialogs.errors
     assert window.document.graph.name == "chain"
     assert Path(tmp_path / "branchy.py").exists()
+
+
+def test_dialog_reopens_as_the_user_left_it(qtbot, make_window, monkeypatch, tmp_path):
+    """The dialog reopened blank after an import (issue 20, item 7)."""
+    seen = []
+
+    def fake_ask(cls, parent, folder, fields=None, error=""):
+        seen.append((fields, error))
+        dialog = ImportModelDialog(parent, folder)
+        qtbot.addWidget(dialog)
+        if fields:
+            dialog.set_fields(fields)
+        if len(seen) == 1:
+            dialog.model_edit.setText("pkg.mod:Net")
+            dialog.input_edit.setText("8x3x32x32")
+            dialog.level_combo.setCurrentText("op")
+        return dialog.request(), dialog.fields()
+
+    monkeypatch.setattr(ImportModelDialog, "ask", classmethod(fake_ask))
+    window = make_window("chain")
+    action = window.import_model_action
+    monkeypatch.setattr(action, "start", lambda request: True)
+    assert action.ask()
+    assert action.ask()
+    fields, _ = seen[1]
+    assert fields["model"] == "pkg.mod:Net" and fields["inputs"] == "8x3x32x32"
+    assert fields["level"] == "op"

@@ -146,3 +146,23 @@ def test_inspector_sets_a_workspace_undoably_and_the_bound_counts_it(qtbot, wind
     doc.undo_stack.undo()
     assert doc.graph.node("fc3").workspace == 0 and page.workspace_edit.text() == "0 B"
     assert not dialogs.errors
+
+
+def test_inspector_shows_the_node_properties_and_why_it_is_resident(make_window):
+    """A properties panel (shape, dtype, bytes, FLOPs, cost per device, module path) and
+    "why resident" without a hover (issue 20)."""
+    from solver.optimize.methods import solve
+
+    window = make_window("encoder-aten")
+    graph = window.document.graph
+    window.document.set_result(solve(graph, "checkpoint-all:gpu"))
+    window.document.set_selection("enc.layers.0.linear1")
+    page = window.inspector.node_page
+    text = page.properties_label.text()
+    for expected in ("8\u00d7128\u00d71024 float32", "FLOP", "enc.layers.0.linear1", "gpu"):
+        assert expected in text
+    why = page.residency_text
+    assert "Why resident" in why and "gpu" in why
+    assert "needed by" in why or "read by" in why or "kept" in why
+    window.document.set_cursor(2)
+    assert page.residency_text.splitlines()[1].startswith("now ")

@@ -10,13 +10,16 @@ from PySide6.QtWidgets import QLabel
 from app.document import Document
 from app.project import SolverSettings
 from app.solving import SolveController
-from app.store_lookup import current_store, remember_result
+from app.store_lookup import StoreWriter, current_store, remember_result
 from app.views.explorer import ExplorerView
 from app.workers import ProcessWorker
 from solver.document.generators import unit_chain
 from solver.optimize.methods import solve
 from solver.optimize.solve import SolveOptions
 from solver.status import SolveStatus
+
+WRITER = StoreWriter()
+"""The tests' own writer (the window's is drained when it closes)."""
 
 SETTINGS = SolverSettings(time_limit_s=20)
 OPTIONS = SolveOptions(time_limit_s=20)
@@ -59,7 +62,7 @@ def controller(qtbot):
 
 def test_reopened_graph_shows_its_stored_schedule_at_once(qtbot, controller):
     graph = unit_chain(3, budget=3)  # Checkmate: 10 ms at budget 3 (by hand)
-    remember_result(graph, "xengine", OPTIONS, solve(graph, "xengine", OPTIONS)).result()
+    remember_result(graph, "xengine", OPTIONS, solve(graph, "xengine", OPTIONS), WRITER).result()
     document = controller._document
     with qtbot.waitSignal(controller.notice, timeout=5_000) as notice:
         document.open(graph, settings=SETTINGS)
@@ -74,7 +77,7 @@ def test_stored_result_from_a_shorter_limit_is_shown_but_not_taken(qtbot, contro
     graph = unit_chain(3, budget=3)
     short = SolveOptions(time_limit_s=1)
     result = replace(solve(graph, "xengine", short), status=SolveStatus.FEASIBLE)
-    remember_result(graph, "xengine", short, result).result()
+    remember_result(graph, "xengine", short, result, WRITER).result()
     document = controller._document
     with qtbot.waitSignal(controller.notice, timeout=5_000) as notice:
         document.open(graph.with_memory_limits({"cpu": 4}), settings=SETTINGS)
@@ -85,3 +88,16 @@ def test_stored_result_from_a_shorter_limit_is_shown_but_not_taken(qtbot, contro
     )
     assert document.result.status is SolveStatus.FEASIBLE
     assert document.cached_result() is None  # so auto-solve / Solve still runs
+
+
+def test_window_owns_and_drains_its_store_writer(make_window, monkeypatch):
+    """The store's writer was a module-level pool that the window neither owned nor drained
+    (issue 21): a write pending at close could be cut off."""
+    window = make_window("chain")
+    drained = []
+    real = window.store_writer.drain
+    monkeypatch.setattr(window.store_writer, "drain", lambda *a: drained.append(a) or real(*a))
+    assert window.controller.store_writer is window.store_writer
+    window.document.undo_stack.setClean()
+    window.close()
+    assert drained

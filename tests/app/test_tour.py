@@ -69,3 +69,29 @@ def test_tour_card_hides_what_lies_under_it(qtbot, make_window):
     assert red == 0
     under.deleteLater()
     card.dismiss()
+
+
+def test_tour_leaves_the_focus_where_the_step_keys_work(qtbot, make_window):
+    """After Done the focus went to the first device's name field: the arrow keys the last
+    card promises moved the text cursor there and Space typed into the name."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication, QLineEdit
+
+    from solver.optimize.methods import solve
+
+    window = make_window("chain")
+    window.document.set_result(solve(window.document.graph, "checkpoint-all:cpu"))
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.tour.start()
+    for _ in range(len(TOUR)):
+        window.tour.next_button.setFocus()
+        qtbot.waitUntil(window.tour.next_button.hasFocus)
+        window.tour.next_button.click()
+    focus = QApplication.focusWidget()
+    assert not isinstance(focus, QLineEdit)
+    QTest.keyClick(focus, Qt.Key.Key_Right)
+    QTest.keyClick(focus, Qt.Key.Key_Right)
+    assert window.document.cursor == 1
+    assert window.devices_panel.rows["cpu"].name_edit.text() == "cpu"

@@ -123,3 +123,8 @@ def test_comparison_cancel_stops_the_solver_process(qtbot):
     assert not view.running
     qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=30_000)
     assert [r.method for r in view.comparison.results] == ["checkpoint-all:cpu"]
+
+
+def test_comparison_names_the_best_line_in_the_axis_title(view, compared):
+    """The dashed line's own label ran into the first row's bar and value (issue 20)."""
+    assert "dashed line: best single device" in view.axis_title

@@ -129,3 +129,29 @@ def test_explorer_landmarks_computed_once_per_graph(
     assert len(calls) <= 1
     assert document.landmarks().peak == no_remat_peak(document.graph)
     assert document.landmarks().lower["gpu"] == lower_bound(document.graph, "gpu")
+
+
+@pytest.mark.parametrize("steps", [3, 6, 7])
+def test_sweep_fractions_are_as_many_as_asked_below_the_bound(steps):
+    """The chain's gpu opens below its lower bound: "6 budgets" swept 7 (issue 20)."""
+    from solver.document.examples import example_path
+    from solver.document.graph_io import load_graph
+
+    graph = load_graph(example_path("chain"))
+    peak, bound = no_remat_peak(graph), lower_bound(graph, "gpu")
+    assert graph.device("gpu").activation_budget < bound
+    fractions = sweep_fractions(graph, "gpu", steps)
+    assert len(fractions) == steps
+    assert fractions[0] == 1.0
+    assert any(abs(f * peak - bound) <= 1e-5 * peak for f in fractions)
+
+
+def test_explorer_mark_labels_never_overlap(qtbot, view):
+    """ "current" and "lower bound" wrote over each other (issue 20)."""
+    with qtbot.waitSignal(view.sweep_finished, timeout=60_000):
+        view.run("gpu", 3)
+    rects = list(view.mark_label_rects().values())
+    assert len(rects) == 3
+    for i, a in enumerate(rects):
+        for b in rects[i + 1 :]:
+            assert not a.intersects(b)

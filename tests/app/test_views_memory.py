@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 from app.theme import colors_for
@@ -171,3 +172,22 @@ def test_memory_hover_names_a_running_workspace(document, show, graph):
     assert "activations 8.0 MiB of the 16.0 MiB activation budget" in text
     assert "resident: workspace of d (5.0 MiB), a (1.0 MiB)" in text
     assert "workspace" not in view.tooltip_at("cpu", d.end + 0.1)  # freed when d ends
+
+
+def test_memory_budget_label_of_an_empty_plot_is_inside_it(graph, show):
+    """With no schedule the right-anchored label sat at time 0, outside the plot but for a
+    stray red "B" at its left edge (issue 20)."""
+    from app.document import Document
+
+    document = Document()
+    document.set_graph(graph)
+    view = show(MemoryView(document), 900, 400)
+    view.flush()
+    plot = view.plot("gpu")
+    label = next(
+        i for i in plot.items if isinstance(i, pg.TextItem) and "budget" in i.textItem.toPlainText()
+    )
+    (x0, x1), _ = plot.getViewBox().viewRange()
+    assert label.isVisible()
+    # anchored at its right end, the label reads leftwards from there: inside the plot
+    assert x0 + 0.5 * (x1 - x0) < label.pos().x() <= x1

@@ -117,3 +117,16 @@ def test_stepper_says_which_constraint_binds(panel, document):
     )
     document.set_cursor(0)
     assert panel.binding_text == "nothing binds: every device has room"
+
+
+def test_stepper_text_says_each_thing_once(panel, document):
+    """The step text repeated itself: a recomputation's reason twice, copies twice (issue 20)."""
+    import html as html_module
+
+    document.set_cursor(3)  # a recomputed
+    reason = panel.binding_text.removeprefix("a is recomputed: ")
+    shown = html_module.unescape(panel.shown_text)
+    assert shown.count(reason) == 1
+    document.set_cursor(4)  # d on the cpu, copying a and c
+    shown = html_module.unescape(panel.shown_text)
+    assert "copying" in shown and "is copied from" not in shown

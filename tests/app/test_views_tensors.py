@@ -171,3 +171,28 @@ def test_a_device_that_holds_nothing_is_a_thin_row_saying_so(document, show, gra
     assert cpu.titleLabel.text.endswith("cpu: resident tensors")
     assert gpu.size().height() <= 60 < cpu.size().height()
     assert view.bands("cpu").height.sum() > 0 and len(view.bands("gpu").x0) == 0
+
+
+def test_tensor_view_draws_the_budget_line(view, document):
+    """Memory per tensor had no budget line (issue 20)."""
+    line = view.budget_line("gpu")
+    budget = document.timeline.activation_budgets["gpu"]
+    assert line.isVisible() and line.value() == pytest.approx(budget / view.scale("gpu"))
+    _, (y0, y1) = view.plot("gpu").getViewBox().viewRange()
+    assert y1 >= budget / view.scale("gpu")
+
+
+def test_tensor_view_names_its_big_bands(view):
+    assert "b" in view.band_labels("gpu")  # 2 MiB for 3 of the 11 ms
+    assert "d" in view.band_labels("cpu") or "c" in view.band_labels("cpu")
+
+
+def test_tensor_colours_tell_145_layers_apart():
+    from app.views.tensor_style import layer_colour
+
+    colours = [layer_colour(k) for k in range(145)]
+    assert len({c.name() for c in colours}) == 145
+    # neighbours differ clearly (in hue, saturation or brightness)
+    for a, b in zip(colours, colours[1:], strict=False):
+        delta = sum(abs(x - y) for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=True))
+        assert delta > 60

@@ -212,3 +212,100 @@ def test_window_exports_the_chrome_trace_from_the_file_menu(
     timeline = window.document.timeline
     assert sum(e["ph"] == "X" for e in events) == len(timeline.ops) + len(timeline.transfers)
     assert window.statusBar().currentMessage() == "Exported chain.trace.json"
+
+
+def test_chrome_trace_has_memory_counters_and_copy_flows(document):
+    """No memory counter tracks and no flow events for copies (issue 20, item 9)."""
+    timeline = document.timeline
+    events = chrome_trace(timeline)["traceEvents"]
+    counters = [e for e in events if e["ph"] == "C"]
+    gpu = [(e["ts"], e["args"]["bytes"]) for e in counters if e["name"] == "gpu memory"]
+    curve = timeline.memory["gpu"]
+    assert max(b for _, b in gpu) == int(curve.bytes.max())
+    assert gpu[0] == (0.0, int(curve.bytes[0]))
+    budget = {e["args"]["bytes"] for e in counters if e["name"] == "gpu activation budget"}
+    assert budget == {timeline.activation_budgets["gpu"]}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(ends) == len(timeline.transfers) == 2
+    names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    for k, start in starts.items():
+        end = ends[k]
+        assert names[start["tid"]] == "gpu \u2192 cpu" and names[end["tid"]] == "cpu"
+        assert end["ts"] >= start["ts"]
+        assert end["bp"] == "e"
+    d = next(op for op in timeline.ops if op.node == "d")
+    assert {e["ts"] for e in ends.values()} == {d.start * 1000 + 0.001}
+
+
+def test_window_exports_the_concurrent_timeline_when_it_is_shown(
+    qtbot, make_window, monkeypatch, tmp_path
+):
+    """The trace was always the serial timeline, even with the concurrent one on display."""
+    from app.dialogs import FileDialog
+    from solver.optimize.methods import solve
+
+    window = make_window("chain")
+    window.document.set_result(solve(window.document.graph, "greedy"))
+    schedule = window.schedule_tabs.widget(0)
+    schedule.concurrent_action.setChecked(True)
+    shown = schedule.gantt.timeline()
+    assert shown is not window.document.timeline
+    path = tmp_path / "chain.trace.json"
+    monkeypatch.setattr(FileDialog, "save_path", classmethod(lambda cls, *a: str(path)))
+    window.window_actions.export_trace.trigger()
+    events = json.loads(path.read_text())["traceEvents"]
+    ends = max(e["ts"] + e["dur"] for e in events if e["ph"] == "X")
+    assert ends == pytest.approx(max(op.end for op in shown.ops) * 1000, abs=1)
+    process = next(e for e in events if e["name"] == "process_name")
+    assert "concurrent" in process["args"]["name"]
+
+
+def test_window_export_dialog_avoids_the_bundled_examples_folder(make_window, monkeypatch):
+    from app.dialogs import FileDialog
+    from solver.document.examples import GRAPHS_DIR
+    from solver.optimize.methods import solve
+
+    window = make_window("chain")
+    window.settings.set_last_dir(str(GRAPHS_DIR / "chain.graph.json"))
+    window.document.set_result(solve(window.document.graph, "greedy"))
+    offered = []
+    monkeypatch.setattr(
+        FileDialog, "save_path", classmethod(lambda cls, p, c, where, f: offered.append(where))
+    )
+    window.window_actions.export_trace.trigger()
+    assert offered and not offered[0].startswith(str(GRAPHS_DIR.parent))
+
+
+def test_timeline_keys_zoom_about_the_time_under_the_mouse(view):
+    """Zoom about the mouse, as in Perfetto (it zoomed about the middle)."""
+    view.plot.setXRange(0.0, 10.0, padding=0)
+    assert view.navigate(Qt.Key.Key_W, center=2.0)
+    x0, x1 = x_range(view)
+    assert (2.0 - x0) / (x1 - x0) == pytest.approx(0.2)  # 2 ms stays where it was
+    assert x1 - x0 == pytest.approx(10.0 / ZOOM_STEP)
+
+
+def test_timeline_f_focuses_the_selection(view, document):
+    document.set_selection("d")  # d runs 7-11 ms on the cpu
+    view.plot.setXRange(0.0, 2.0, padding=0)
+    widget = chart(view)
+    widget.setFocus()
+    QTest.keyClick(widget, Qt.Key.Key_F)
+    x0, x1 = x_range(view)
+    assert x0 <= 7.0 and x1 >= 11.0 and x1 - x0 < 6.0
+    view.select_range(1.0, 3.0)
+    QTest.keyClick(widget, Qt.Key.Key_F)  # a measured range wins
+    x0, x1 = x_range(view)
+    assert x0 == pytest.approx(0.9) and x1 == pytest.approx(3.1)
+
+
+def test_timeline_range_has_a_slice_table_by_kind(view):
+    view.select_range(0.0, 5.0)  # a, b, c and the recomputed a on the gpu
+    table = view.slice_table
+    assert table.isVisibleTo(view)
+    rows = {table.item(r, 0).text(): table.item(r, 1).text() for r in range(table.rowCount())}
+    assert rows == {"forward": "2", "loss": "1", "recompute": "1"}
+    assert table.item(0, 2).text() == "3 ms"  # a and b: 1 + 2 ms
+    view.select_range(None)
+    assert not table.isVisibleTo(view)

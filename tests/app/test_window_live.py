@@ -94,9 +94,12 @@ def test_window_drops_an_unconfirmed_incumbent_when_the_solve_fails(
     assert doc.result is None and not doc.is_provisional
 
 
-def test_window_ignores_an_incumbent_for_budgets_left_behind(
+def test_window_keeps_drawing_incumbents_after_a_slider_drag(
     qtbot, held_solve, graph, handbuilt_result
 ):
+    """After a mid-solve slider drag the drawing froze on the last incumbent, still labelled
+    "still solving" (issue 20): the solve's incumbents go on being drawn, marked as solved for
+    the limits it started with."""
     window = held_solve
     doc = window.document
     doc.open(graph)
@@ -105,11 +108,33 @@ def test_window_ignores_an_incumbent_for_budgets_left_behind(
     doc.set_memory_limits(
         {"gpu": doc.memory_limits["gpu"] + 1}
     )  # the user moved on; the solve goes on
+    with qtbot.waitSignal(doc.result_changed, timeout=2_000):
+        worker.signals.progress.emit(_provisional(handbuilt_result))
+    assert doc.is_provisional and doc.result.timeline is handbuilt_result.timeline
+    gantt = window.schedule_tabs.widget(0).gantt
+    assert "other memory limits" in gantt.summary_text
+    later = _provisional(replace(handbuilt_result, objective=10.5), elapsed=4.0)
+    with qtbot.waitSignal(doc.result_changed, timeout=2_000):
+        worker.signals.progress.emit(later)
+    assert doc.result.seconds == 4.0  # not frozen on the first
+
+
+def test_window_ignores_an_incumbent_over_an_answer_for_the_new_limits(
+    qtbot, held_solve, graph, handbuilt_result
+):
+    window = held_solve
+    doc = window.document
+    doc.open(graph)
+    window.controller.solve()
+    worker = window.controller.current_worker
+    doc.set_memory_limits({"gpu": doc.memory_limits["gpu"] + 1})
+    answer = replace(handbuilt_result, status=SolveStatus.OPTIMAL)
+    doc.set_result(answer)  # e.g. cached for the new limits
     worker.signals.progress.emit(_provisional(handbuilt_result))
     worker.signals.progress.emit(Progress(2.6, incumbent=11.0))
     with qtbot.waitSignal(window.controller.progressed, timeout=2_000):
         pass
-    assert doc.result is None and not doc.is_provisional
+    assert doc.result is answer and not doc.is_provisional
 
 
 def test_window_without_incumbent_schedules_still_reports_progress(

@@ -14,7 +14,7 @@ import pytest
 
 from app.project import SolverSettings
 from app.settings import AppSettings
-from app.store_lookup import remember_result, stored_result
+from app.store_lookup import StoreWriter, remember_result, stored_result
 from solver.document.generators import unit_chain
 from solver.execution.simulate import simulate
 from solver.optimize.methods import solve
@@ -46,9 +46,11 @@ def test_store_lookup_never_serves_one_model_for_the_other():
     offload = replace(paper, offload=True)
     found = solve(graph, "xengine", offload)
     assert found.method == "xengine+offload" and found.ok
-    pending = remember_result(graph, "xengine", offload, found)
+    writer = StoreWriter()
+    pending = remember_result(graph, "xengine", offload, found, writer)
     if pending is not None:
         pending.result(timeout=30)
+    assert writer.drain()
     # a lookup passes the very options the solve uses: never the other model's answer
     assert stored_result(graph, "xengine", paper) is None
     answer = stored_result(graph, "xengine", offload)

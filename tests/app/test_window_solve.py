@@ -133,7 +133,8 @@ def test_window_close_during_solve_stops_cbc(qtbot, make_window):
     seen: list = []
     window.controller.progressed.connect(seen.extend)
     window.window_actions.solve.trigger()
-    qtbot.waitUntil(lambda: any("CBC" in (p.log_line or "") for p in seen), timeout=60_000)
+    # CBC's own banner (the solve's plan line names CBC before CBC starts)
+    qtbot.waitUntil(lambda: any("CBC MILP" in (p.log_line or "") for p in seen), timeout=60_000)
     assert cbc_children(), "CBC should be running"
     assert window.close()
     assert cbc_children() == []
