@@ -29,8 +29,9 @@ from solver.execution.concurrent import concurrent_makespan
 from solver.execution.simulate import Timeline, effective_graph, simulate
 from solver.optimize.backends.registry import BACKENDS, available_backends
 from solver.optimize.bounds import no_remat_peak
+from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.methods import METHODS, OFFLOAD_METHODS, offload_applies, parse_method
-from solver.optimize.solve import SolveOptions, SolveResult
+from solver.optimize.solve import FORMULATIONS, SolveOptions, SolveResult
 from solver.status import SolveStatus
 from solver.sweeps.sweep import budget_steps
 
@@ -40,6 +41,7 @@ EXIT_OK, EXIT_NO_SCHEDULE, EXIT_BAD_INPUT = 0, 1, 2
 MAX_TIME_LIMIT_S = 10**7
 """The longest time limit accepted (about 115 days); more is a typo."""
 MAX_THREADS = 256
+MAX_RUNS = 64
 MAX_PERCENT = 10**6
 """The largest ``--budget DEVICE=P%`` (ten thousand times the no-remat peak)."""
 MAX_STEPS = 10_000
@@ -134,7 +136,19 @@ def _options(args: argparse.Namespace) -> SolveOptions:
         threads=args.threads,
         offload=offload,
         improve=not getattr(args, "no_improve", False),
+        formulation=_formulation(args),
+        runs=getattr(args, "runs", DEFAULT_RUNS),
     )
+
+
+def _formulation(args: argparse.Namespace) -> str:
+    """``--formulation``, checked against ``--solver`` (one line naming the fix)."""
+    chosen = getattr(args, "formulation", "auto")
+    if chosen == "intervals" and BACKENDS[args.solver].kind != "cp":
+        raise UsageError("--formulation intervals runs on CP-SAT: add --solver cpsat")
+    if chosen == "stages" and BACKENDS[args.solver].kind == "cp":
+        raise UsageError("--formulation stages runs on cbc or highs, not --solver cpsat")
+    return chosen
 
 
 def _cancel_on_interrupt() -> threading.Event:
@@ -204,7 +218,15 @@ def _report(result: SolveResult, concurrent_ms: float | None = None) -> dict:
         "variables": result.variables,
         "constraints": result.constraints,
         "message": result.message,
+        "formulation": result.formulation,
+        "advice": result.advice,
     }
+    if result.restricted is not None:
+        block["restricted"] = {
+            "runs_per_node": result.restricted.runs,
+            "bound": result.restricted.bound,
+            "proven": result.restricted.proven,
+        }
     if result.timeline is not None:
         block["summary"] = result.timeline.summary()
         block["concurrent_ms"] = concurrent_ms
@@ -241,10 +263,15 @@ def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> No
         budget = t.activation_budgets[device]
         share = f" ({peak / budget:.0%})" if budget else ""
         print(f"memory     {device}: peak {format_size(peak)} of {format_size(budget)}{share}")
+    model = f", {result.formulation}" if result.formulation else ""
     print(
         f"solved in  {result.seconds:.2f} s ({result.variables} variables, "
-        f"{result.constraints} constraints)"
+        f"{result.constraints} constraints{model})"
     )
+    if result.restricted is not None and result.restricted.proven:
+        print(printable(f"restricted {result.restricted.describe()}"))
+    if result.advice:
+        print(printable(f"advice     {result.advice}"))
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -396,6 +423,16 @@ def _gap(text: str) -> float:
     return value
 
 
+def _runs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_RUNS:
+        raise argparse.ArgumentTypeError(f"{value} must be from 1 to {MAX_RUNS}")
+    return value
+
+
 def _threads(text: str) -> int:
     try:
         value = int(text)
@@ -442,6 +479,19 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--solver", choices=list(BACKENDS), default="cbc", help=_SOLVER_HELP)
         p.add_argument("--gap", type=_gap, default=1e-4, help="relative gap (default 1e-4)")
         p.add_argument("--threads", type=_threads, default=None)
+        p.add_argument(
+            "--formulation",
+            choices=FORMULATIONS,
+            default="auto",
+            help="auto: the paper's model while small, retention intervals above (CP-SAT); "
+            "stages: the paper's model at any size; intervals: with --solver cpsat",
+        )
+        p.add_argument(
+            "--runs",
+            type=_runs,
+            default=DEFAULT_RUNS,
+            help=f"the interval model's computations per node and device (default {DEFAULT_RUNS})",
+        )
         p.add_argument(
             "--no-improve",
             action="store_true",

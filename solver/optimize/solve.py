@@ -20,6 +20,7 @@ from solver.document.graph import Graph
 from solver.document.schedule import Schedule
 from solver.errors import XEngineError
 from solver.execution.simulate import Timeline, simulate
+from solver.optimize.advice import advise
 from solver.optimize.backends import BackendOptions, BackendResult, registry, run_backend
 from solver.optimize.baselines import checkpoint_all, chen_greedy
 from solver.optimize.bounds import explain_infeasible
@@ -120,7 +121,20 @@ def solve_xengine(
     ('optimal', 11.0)
     """
     if options.offload:  # issue 12: offloading, a model of its own
-        return solve_offload(graph, options, on_progress, cancel)
+        result = solve_offload(graph, options, on_progress, cancel)
+    else:
+        result = _solve(graph, options, on_progress, cancel, method)
+    advice = advise(result, graph, options.time_limit_s, options.backend)
+    return replace(result, advice=advice) if advice else result
+
+
+def _solve(
+    graph: Graph,
+    options: SolveOptions,
+    on_progress: ProgressCallback | None,
+    cancel: threading.Event | None,
+    method: str,
+) -> SolveResult:
     start = start_solve(graph, options, method, on_progress)
     if isinstance(start, SolveResult):
         return start

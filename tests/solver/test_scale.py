@@ -4,6 +4,7 @@ retention-interval model on CP-SAT, each checked against optima known independen
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -219,3 +220,31 @@ def test_plan_runs_cpsat_beside_cbc_and_alone_above_the_papers_size():
     assert plan_solve(large, SolveOptions()).formulation == "intervals"
     with pytest.raises(Exception, match="runs on CP-SAT, not CBC"):
         plan_solve(small, SolveOptions(formulation="intervals"))
+
+
+# ----- what the command line says ----------------------------------------------------------
+@needs_cpsat
+def test_solve_json_says_which_model_ran_what_it_proved_and_what_would_help(tmp_path, capsys):
+    from solver.cli import main
+    from solver.document.graph_io import graph_to_dict
+    from solver.document.json_io import write_json
+
+    path = tmp_path / "rl.graph.json"
+    write_json(graph_to_dict(random_layered(100, seed=0)), path)
+    args = ["solve", str(path), "--budget", "cpu=90%", "--solver", "cpsat", "--json"]
+    assert main([*args, "--time-limit", "20", "--no-store"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["formulation"] == "retention intervals (C=2)"
+    assert report["restricted"]["runs_per_node"] == 2
+    if report["status"] != "optimal":
+        assert report["bound"] < report["objective"]
+        if report["restricted"]["proven"]:
+            assert "--runs 3" in report["advice"]
+
+
+def test_formulation_and_solver_that_do_not_go_together_are_one_line(capsys):
+    from solver.cli import main
+
+    assert main(["solve", "chain", "--formulation", "intervals"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --formulation intervals runs on CP-SAT: add --solver cpsat"]

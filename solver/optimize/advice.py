@@ -1,0 +1,76 @@
+"""When a result is weak, say why and what would help, in one sentence a user can act on.
+
+A gap left at the time limit, a schedule only proven optimal under the interval model's
+restriction, a budget half unused by a solve that was cut short, no schedule at all: each
+has a cause the solve knows (the model's size, the formulation, whether CP-SAT is
+installed) and a remedy. The CLI prints the sentence, ``--json`` and the window show it.
+"""
+
+from __future__ import annotations
+
+from solver.document.graph import Graph
+from solver.optimize.backends import registry
+from solver.optimize.incumbents import SolveResult
+from solver.status import SolveStatus
+
+__all__ = ["IDLE_SHARE", "WEAK_GAP", "advise", "idle_devices"]
+
+WEAK_GAP = 0.01
+"""A gap above this (1 %) is worth a word on what would narrow it."""
+IDLE_SHARE = 0.5
+"""A device whose peak stays below this share of its budget in a schedule that still
+recomputes is named: the solve was cut short before it could use that memory."""
+
+
+def idle_devices(result: SolveResult) -> list[str]:
+    """Devices a cut-short schedule leaves mostly unused while it still recomputes."""
+    t = result.timeline
+    if t is None or result.status is SolveStatus.OPTIMAL or t.recomputations == 0:
+        return []
+    idle = []
+    for device, peak in t.peaks.items():
+        budget = t.activation_budgets.get(device, 0)
+        if budget and peak < IDLE_SHARE * budget:
+            idle.append(device)
+    return idle
+
+
+def advise(result: SolveResult, graph: Graph, time_limit_s: float, backend: str) -> str:
+    """One sentence on what would help ``result``, or "" when nothing needs saying."""
+    if result.status in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.ERROR):
+        return ""
+    have_cpsat = registry.BACKENDS["cpsat"].available()
+    longer = f"a longer time limit than {time_limit_s:g} s"
+    if result.schedule is None:
+        if result.status is SolveStatus.CANCELLED:
+            return ""
+        tips = [longer, "a larger budget"]
+        if not have_cpsat:
+            tips.append("CP-SAT (pip install -e '.[cpsat]'), which finds schedules sooner")
+        return "no schedule yet: try " + ", ".join(tips)
+    parts: list[str] = []
+    gap = result.gap
+    restricted = result.restricted
+    if restricted is not None and restricted.proven and gap is not None and gap > 1e-6:
+        parts.append(
+            f"CP-SAT proved this the best schedule with at most {restricted.runs} runs of each "
+            f"node per device; the {gap:.1%} gap is to a bound that holds without that "
+            f"restriction (--runs {restricted.runs + 1} searches wider)"
+        )
+    elif gap is not None and gap > WEAK_GAP:
+        why = f"the gap is {gap:.1%}"
+        if result.variables > 200_000:
+            why += f" with a model of {result.variables:,} variables"
+        tips = [longer]
+        if not have_cpsat and graph.n > 100:
+            tips.append("CP-SAT (pip install -e '.[cpsat]') for large graphs")
+        if backend != "cpsat" and have_cpsat and graph.n > 100:
+            tips.append("--solver cpsat")
+        parts.append(f"{why}: try " + " or ".join(tips))
+    idle = idle_devices(result)
+    if idle:
+        parts.append(
+            f"the solve was cut short while {', '.join(idle)} still used less than "
+            f"{IDLE_SHARE:.0%} of its budget; more time may trade recomputation for memory"
+        )
+    return "; ".join(parts)
