@@ -39,14 +39,14 @@ from solver.optimize.bounds import node_requirement
 
 __all__ = ["Construction", "construct", "construct_best", "placements"]
 
-CANDIDATES = 24
-"""Drops evaluated exactly per repair step (the most promising by bytes x stages held per
-millisecond of recomputation)."""
-GREEDS = ("per-ms", "relief")
-"""How a repair picks among helpful drops: the most overflow removed per millisecond of
-recomputation (cheap schedules), else, when that gets stuck, the most overflow removed."""
+GREEDS = (("per-ms", 16), ("per-ms", 48), ("relief", 48))
+"""How a repair picks among helpful drops, and how many it evaluates per batch: the most
+overflow removed per millisecond of recomputation (cheap schedules) among few, then among
+more when that gets stuck, then the most overflow removed."""
 MAX_SIDEWAYS = 200
 """Moves that only shift overflow off the worst stage, at most (then the repair gives up)."""
+SPILLS = 8
+"""Operations a stuck repair of a mixed placement moves to another device, at most."""
 REMAKE_CAP = 64
 """Recomputations longer than this many operations are not estimated (taken as endless)."""
 
@@ -62,18 +62,11 @@ class Construction:
 
 
 def placements(graph: Graph) -> list[list[int]]:
-    """The placements worth constructing from: every node on one device that can run them
-    all, and the cheapest placement (each node on its cheapest device that can hold it with
-    its inputs; a node too big for the fast device spills to the next)."""
-    found: list[list[int]] = []
-    for d, device in enumerate(graph.devices):
-        if all(
-            not math.isnan(graph.cost[d, k])
-            and node_requirement(graph, k) <= device.activation_budget
-            for k in range(graph.n)
-        ):
-            found.append([d] * graph.n)
-    cheapest = []
+    """The placements worth constructing from, the most promising first: the cheapest
+    placement (each node on its cheapest device that can hold it with its inputs; a node too
+    big for the fast device spills to the next), then every node on one device that can run
+    them all, the device with the least plain cost first."""
+    cheapest: list[int] | None = []
     for k in range(graph.n):
         need = node_requirement(graph, k)
         able = [
@@ -82,10 +75,22 @@ def placements(graph: Graph) -> list[list[int]]:
             if not math.isnan(graph.cost[d, k]) and need <= device.activation_budget
         ]
         if not able:
-            return found
+            cheapest = None
+            break
+        assert cheapest is not None
         cheapest.append(min(able)[1])
-    if cheapest not in found:
-        found.append(cheapest)
+    singles = []
+    for d, device in enumerate(graph.devices):
+        if all(
+            not math.isnan(graph.cost[d, k])
+            and node_requirement(graph, k) <= device.activation_budget
+            for k in range(graph.n)
+        ):
+            singles.append((float(np.nansum(graph.cost[d])), d))
+    found = [cheapest] if cheapest is not None else []
+    for _, d in sorted(singles):
+        if [d] * graph.n not in found:
+            found.append([d] * graph.n)
     return found
 
 
@@ -107,17 +112,17 @@ def construct(
     >>> timeline.valid, timeline.total_ms
     (True, 15.0)
     """
-    for greed in GREEDS:
-        if deadline is not None and time.monotonic() > deadline:
-            return None
-        repair = _Repair(graph, list(placement), greed)
-        if repair.run(deadline):
-            return repair.schedule(method)
-    return None
+    repair = _repaired(graph, placement, deadline)
+    return None if repair is None else repair.schedule(method)
 
 
 def construct_best(graph: Graph, deadline: float | None = None) -> Construction:
     """The cheapest valid schedule over :func:`placements`, replayed by the simulator.
+
+    A placement whose plain cost (every node once where it is placed) is already above the
+    cheapest repaired schedule is not repaired (repairing only adds recomputation), and only
+    the cheapest repaired schedule is replayed (the next if it failed to replay, which would
+    be a defect here): replaying a 2,000-node schedule takes seconds.
 
     Examples
     --------
@@ -127,27 +132,55 @@ def construct_best(graph: Graph, deadline: float | None = None) -> Construction:
     (True, 15.0)
     """
     started = time.monotonic()
-    best: tuple[Schedule, Timeline] | None = None
+    built: list[tuple[float, int, _Repair]] = []
     reasons: list[str] = []
-    for placement in placements(graph):
-        if deadline is not None and time.monotonic() > deadline and best is not None:
+    for number, placement in enumerate(placements(graph)):
+        if deadline is not None and time.monotonic() > deadline and built:
             break
-        schedule = construct(graph, placement, deadline=deadline)
+        cheapest = min((ms for ms, _, _ in built), default=math.inf)
         where = "one device" if len(set(placement)) == 1 else "the cheapest placement"
-        if schedule is None:
+        spill = number == 0 and graph.num_devices > 1  # the cheapest placement may spill
+        repair = _repaired(graph, placement, deadline, spill=spill)
+        if repair is None:
             reasons.append(f"on {where}, some stage overflows and no drop helps")
             continue
-        timeline = simulate(graph, schedule)
-        if not timeline.valid:  # a defect of the construction: never shown
-            reasons.append(f"on {where}: {timeline.violation}")
+        if repair.plain_ms >= cheapest:
             continue
-        if best is None or timeline.total_ms < best[1].total_ms:
-            best = (schedule, timeline)
-    seconds = time.monotonic() - started
-    if best is None:
-        why = "; ".join(reasons) or "no placement fits every node"
-        return Construction(None, None, f"construction: {why}", seconds)
-    return Construction(best[0], best[1], "", seconds)
+        built.append((repair.predicted_ms(), number, repair))
+    for _, _, repair in sorted(built, key=lambda item: item[:2]):
+        schedule = repair.schedule("construct")
+        timeline = simulate(graph, schedule)
+        if timeline.valid:
+            return Construction(schedule, timeline, "", time.monotonic() - started)
+        reasons.append(f"a constructed schedule does not replay: {timeline.violation}")
+    why = "; ".join(reasons) or "no placement fits every node"
+    return Construction(None, None, f"construction: {why}", time.monotonic() - started)
+
+
+def _repaired(
+    graph: Graph, placement: Sequence[int], deadline: float | None, spill: bool = False
+) -> _Repair | None:
+    """The first greed whose repair ends without overflow, or ``None``.
+
+    With ``spill``, a repair stuck at a stage moves that stage's biggest operation on the
+    overflowing device to the next cheapest device that can hold it, and starts again (at
+    most :data:`SPILLS` times): a placement chosen node by node cannot see that a backward
+    node and the segment it recomputes do not fit one device together.
+    """
+    place = list(placement)
+    for _ in range(SPILLS + 1 if spill else 1):
+        stuck = None
+        for greed, candidates in GREEDS:
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            repair = _Repair(graph, place, greed, candidates)
+            if repair.run(deadline):
+                return repair
+            stuck = stuck or repair
+        if not spill or stuck is None or not stuck.spill():
+            return None
+        place = stuck.place
+    return None
 
 
 class _Repair:
@@ -159,9 +192,12 @@ class _Repair:
     spans is one vectorised update.
     """
 
-    def __init__(self, graph: Graph, placement: list[int], greed: str = "per-ms") -> None:
+    def __init__(
+        self, graph: Graph, placement: list[int], greed: str = "per-ms", candidates: int = 16
+    ) -> None:
         g = graph
         self.greed = greed
+        self.candidates = candidates
         self.sideways = 0
         n = g.n
         self.g = g
@@ -178,6 +214,7 @@ class _Repair:
             0.0 if math.isnan(g.cost[placement[k], k]) else float(g.cost[placement[k], k])
             for k in range(n)
         ]
+        self.plain_ms = float(sum(self.cost))
         last_use = [max(users, default=-1) for users in g.users]
         self.keep = np.zeros((n + 1, n), dtype=bool)
         for i in range(n):
@@ -302,8 +339,8 @@ class _Repair:
         best = None
         sideways = None  # no overflow gone in all, but stage s relieved (it moved elsewhere)
         # The most promising first; only if none of them helps, the next ones, and so on.
-        for batch in range(0, len(spans), CANDIDATES):
-            for _, u, a, b in spans[batch : batch + CANDIDATES]:
+        for batch in range(0, len(spans), self.candidates):
+            for _, u, a, b in spans[batch : batch + self.candidates]:
                 for move in self._moves(u, a, b, s):
                     relief, extra, change = self._evaluate(move)
                     if relief == 0 and self.sideways < MAX_SIDEWAYS:
@@ -422,12 +459,18 @@ class _Repair:
         finally:
             self._undo(undo)
         # elsewhere the tensor is resident all through and unread: its bytes come or go
-        delta = np.zeros((self.n, self.num_d), dtype=np.int64)
+        mask = np.zeros(self.n + 1, dtype=bool)
+        for flip, _, _ in undo:
+            mask[flip] = True
+        mask[list(touched)] = False
+        rows = np.flatnonzero(mask)
+        shifted = self.peak[rows].copy()
         for flip, tensor, added in undo:
-            delta[flip, self.place[tensor]] += self.size[tensor] if added else -self.size[tensor]
-        rows = np.flatnonzero(delta.any(axis=1))
-        rows = rows[~np.isin(rows, list(touched))]
-        shifted = self.peak[rows] + delta[rows]
+            where = np.searchsorted(rows, flip)
+            inside = where < len(rows)
+            inside[inside] = rows[where[inside]] == flip[inside]
+            change = self.size[tensor] if added else -self.size[tensor]
+            shifted[where[inside], self.place[tensor]] += change
         relief = int(self.over[rows].sum() - self._overflow(shifted).sum())
         extra = 0.0
         for t, (ops, peak) in new.items():
@@ -453,15 +496,56 @@ class _Repair:
             self.peak[t] = peak
             self.over[t] = self._overflow(peak)
 
+    def spill(self) -> bool:
+        """Move the biggest operation of the worst stage, on the device that overflows
+        there, to its next cheapest device that can hold it; False if there is none."""
+        g = self.g
+        s = int(np.argmax(self.over))
+        d = int(np.argmax(self.peak[s] - self.budget))
+        mine = sorted(
+            (k for k in self.ops[s] if self.place[k] == d), key=lambda k: -self.size[k]
+        )
+        for k in mine:
+            need = node_requirement(g, k)
+            others = [
+                (float(g.cost[e, k]), e)
+                for e, device in enumerate(g.devices)
+                if e != d and not math.isnan(g.cost[e, k]) and need <= device.activation_budget
+            ]
+            if others:
+                self.place = list(self.place)
+                self.place[k] = min(others)[1]
+                return True
+        return False
+
+    def predicted_ms(self) -> float:
+        """The serial cost of the repaired schedule (what the simulator will say if valid):
+        every operation's compute time and its inputs' copies from other devices."""
+        g = self.g
+        total = 0.0
+        for ops in self.ops:
+            for k in ops:
+                total += self.cost[k]
+                for i in self.inputs[k]:
+                    src, dst = self.place[i], self.place[k]
+                    if src != dst:
+                        total += float(g.transfer[g.edge_number[i, k], src, dst])
+        return total
+
     def schedule(self, method: str) -> Schedule:
         g = self.g
+        ids = np.array([node.id for node in g.nodes], dtype=object)
+        names = [device.name for device in g.devices]
         stages = []
         for t in range(self.n):
             operations = tuple(self._operation(k) for k in self.ops[t])
-            by_device: dict[str, set[str]] = {}
-            for i in np.flatnonzero(self.keep[t + 1]).tolist():
-                by_device.setdefault(g.devices[self.place[i]].name, set()).add(g.nodes[i].id)
-            stages.append(Stage(operations, {d: frozenset(v) for d, v in by_device.items()}))
+            kept = np.flatnonzero(self.keep[t + 1])
+            keep: dict[str, frozenset[str]] = {}
+            for d, name in enumerate(names):
+                mine = kept[self.place_arr[kept] == d] if self.num_d > 1 else kept
+                if len(mine):
+                    keep[name] = frozenset(ids[mine].tolist())
+            stages.append(Stage(operations, keep))
         budgets = {d.name: d.memory for d in g.devices}
         return Schedule(g.name, budgets, tuple(stages), SolverInfo(method=method))
 
