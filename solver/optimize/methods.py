@@ -102,10 +102,18 @@ def solve(
         found = best_heterogeneous(graph)
         return _from_baseline(graph, "greedy", found, time.perf_counter() - started)
     results = []
-    for device in devices:
+    deadline = time.monotonic() + options.time_limit_s
+    for number, device in enumerate(devices):
         if cancel is not None and cancel.is_set():
             break
-        results.append(_single_device(graph, name, device, options, on_progress, cancel))
+        left = deadline - time.monotonic()
+        if left <= 0 and results:  # the time limit holds for the method, not each device
+            skipped = len(devices) - number
+            result = _best(method, results)
+            note = f"the time limit ran out before {skipped} of {len(devices)} devices were tried"
+            return replace(result, message=f"{result.message}; {note}" if result.message else note)
+        share = replace(options, time_limit_s=max(left / (len(devices) - number), 0.05))
+        results.append(_single_device(graph, name, device, share, on_progress, cancel))
     return _best(method, results)
 
 

@@ -46,6 +46,8 @@ from solver.status import SolveStatus
 
 __all__ = ["MAX_COEFFICIENTS", "Relaxation", "build_relaxation", "relaxation_bound"]
 
+MAX_TRANSFER_DEVICES = 8
+"""Above this many devices the transfer terms are left out (their count grows as D^2)."""
 MAX_COEFFICIENTS = 3_000_000
 """Memory-row coefficients kept at most (about 1 s to build, a few hundred MB for CBC)."""
 
@@ -59,8 +61,15 @@ class Relaxation:
     stages: int
 
 
-def build_relaxation(graph: Graph, max_coefficients: int = MAX_COEFFICIENTS) -> Relaxation:
-    """The relaxation of ``graph`` under its budgets as a :class:`LinearProgram`."""
+class Stopped(Exception):
+    """Building the relaxation was cancelled."""
+
+
+def build_relaxation(
+    graph: Graph, max_coefficients: int = MAX_COEFFICIENTS, cancel: Cancel | None = None
+) -> Relaxation:
+    """The relaxation of ``graph`` under its budgets as a :class:`LinearProgram`; raises
+    :class:`Stopped` soon after ``cancel`` is set."""
     g = graph
     n, num_d = g.n, g.num_devices
     size = [int(m) for m in g.memory]
@@ -91,6 +100,8 @@ def build_relaxation(graph: Graph, max_coefficients: int = MAX_COEFFICIENTS) -> 
 
     def row(entries: list[tuple[int, float]], lo: float, hi: float) -> None:
         r = len(lower)
+        if r % 4096 == 0 and cancel is not None and cancel.is_set():
+            raise Stopped
         for col, val in entries:
             rows.append(r)
             cols.append(col)
@@ -116,8 +127,11 @@ def build_relaxation(graph: Graph, max_coefficients: int = MAX_COEFFICIENTS) -> 
                 row([(z[u, d], 1.0), (w[u, d], -1.0)], -math.inf, 0.0)
                 entries.append((z[u, d], 1.0))
         row(entries, 1.0, math.inf)  # r + sum_d z >= 1
-    # A first run reading a tensor held only on another device pays at least that transfer.
-    for e, (i, k) in enumerate(g.edge_pairs):
+    # A first run reading a tensor held only on another device pays at least that transfer
+    # (left out beyond MAX_TRANSFER_DEVICES devices: n x D^2 terms; leaving terms out keeps
+    # the bound valid, only weaker).
+    pairs = g.edge_pairs if num_d <= MAX_TRANSFER_DEVICES else ()
+    for e, (i, k) in enumerate(pairs):
         for d in range(num_d):
             for d2 in range(num_d):
                 if d == d2 or (k, d) not in w or (i, d2) not in z:
@@ -198,7 +212,10 @@ def relaxation_bound(
     >>> relaxation_bound(unit_chain(4, budget=3))  # plain cost 9, optimum 15
     12.0
     """
-    relaxation = build_relaxation(graph)
+    try:
+        relaxation = build_relaxation(graph, cancel=cancel)
+    except Stopped:
+        return None
     options = BackendOptions(backend=backend, time_limit_s=time_limit_s, gap_rel=1e-6, threads=1)
     outcome = run_backend(relaxation.program, options, None, cancel)
     if outcome.status is SolveStatus.OPTIMAL and outcome.objective is not None:

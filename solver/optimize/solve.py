@@ -229,8 +229,8 @@ def _relaxation_beside(
         yield
     finally:
         thread.join(timeout=0.5)
-        stop.set()
-        thread.join()
+        stop.set()  # its CBC stops at once, its build within 4,096 rows
+        thread.join(timeout=5.0)
 
 
 RELAXATION_SECONDS = 10.0

@@ -7,6 +7,7 @@ freeing rows, so its optimum checks ours (model.md §3: with D = 1 both have the
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import pulp
@@ -16,6 +17,15 @@ from solver.document.graph import Graph
 
 def checkmate_optimum(graph: Graph, budget: int) -> float | None:
     """The optimal cost, or None when infeasible. Uses the first device's costs."""
+    status, objective, _ = checkmate_solve(graph, budget)
+    return objective if status == "optimal" else None
+
+
+def checkmate_solve(
+    graph: Graph, budget: int, time_limit: float = 60.0
+) -> tuple[str, float | None, float]:
+    """Solve the plain model with PuLP's CBC: (``"optimal"``, ``"infeasible"`` or
+    ``"not proven"``, the objective when proven, wall seconds of the solve)."""
     n, M, C = graph.n, [int(m) for m in graph.memory], graph.cost[0]
     edges = list(graph.edge_pairs)
     prob = pulp.LpProblem("checkmate", pulp.LpMinimize)
@@ -69,9 +79,13 @@ def checkmate_optimum(graph: Graph, budget: int) -> float | None:
                 M[edges[e][0]] * FREE[t, e] for e, (_, j) in enumerate(edges) if j == k
             )
             prob += U[t, k + 1] == U[t, k] + M[k + 1] * r(t, k + 1) - freed
+    started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=60))
+        prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit))
+    seconds = time.perf_counter() - started
+    if prob.status == pulp.LpStatusInfeasible:
+        return "infeasible", None, seconds
     if prob.sol_status not in (pulp.LpSolutionOptimal,) or prob.status != 1:
-        return None
-    return float(pulp.value(prob.objective) or 0.0)  # None: every cost is zero
+        return "not proven", None, seconds
+    return "optimal", float(pulp.value(prob.objective) or 0.0), seconds  # None: all costs 0
