@@ -27,6 +27,7 @@ __all__ = [
     "check_schedule",
     "effective_graph",
     "offload_ms",
+    "add_step",
 ]
 
 
@@ -47,6 +48,10 @@ class OpEvent:
     """``(device, tensor)`` pairs released right after this operation."""
     workspace: int = 0
     """Workspace bytes of the node (part of ``memory``), in use only while it runs."""
+    step: int = -1
+    """Index of the step of its device's :class:`MemoryCurve` that holds while it runs (the
+    state ``memory`` counts), or -1 where unknown (the concurrent estimate). A zero-cost
+    operation's step has no width: its time alone cannot find it."""
 
     @property
     def duration(self) -> float:
@@ -74,7 +79,12 @@ class MemoryCurve:
     """Memory in use on one device as a step function: ``bytes[j]`` holds on
     ``[times[j], times[j+1])``; ``resident[j]`` names the tensors making it up, and
     ``workspace[j]`` (part of ``bytes[j]``) the workspace of the operation running then, which
-    is no tensor: ``bytes[j]`` is the sum of the resident tensors' sizes plus ``workspace[j]``."""
+    is no tensor: ``bytes[j]`` is the sum of the resident tensors' sizes plus ``workspace[j]``.
+
+    A zero-width step (``times[j] == times[j+1]``) is a step: the memory in use while a
+    zero-cost operation runs (a reshape, a view) lasts no time but is held, and counts in
+    every peak. The curve keeps every operation's own state and any other state that is higher
+    than the states around it at the same instant (:func:`add_step`)."""
 
     device: str
     times: np.ndarray
@@ -90,6 +100,20 @@ class MemoryCurve:
         """Bytes in use and resident tensors at ``time`` (the latest step starting there)."""
         j = int(np.searchsorted(self.times, time, side="right")) - 1
         j = min(max(j, 0), len(self.bytes) - 1)
+        return int(self.bytes[j]), self.resident[j]
+
+    def index_during(self, op: OpEvent) -> int:
+        """The step that holds while ``op`` runs: its own step on its device, else the latest
+        step starting at its start (several steps may start then: ``at`` reads the last)."""
+        if op.device == self.device and 0 <= op.step < len(self.bytes):
+            return op.step
+        j = int(np.searchsorted(self.times, op.start, side="right")) - 1
+        return min(max(j, 0), len(self.bytes) - 1)
+
+    def during(self, op: OpEvent) -> tuple[int, tuple[str, ...]]:
+        """Bytes in use and resident tensors while ``op`` runs (exact on its own device, also
+        for a zero-cost operation, whose step :meth:`at` cannot tell from the next one's)."""
+        j = self.index_during(op)
         return int(self.bytes[j]), self.resident[j]
 
 
@@ -230,6 +254,8 @@ class _Replay:
     ops: list[OpEvent] = field(default_factory=list)
     transfers: list[TransferEvent] = field(default_factory=list)
     steps: dict[str, list[tuple[float, int, tuple[str, ...], int]]] = field(default_factory=dict)
+    pinned: dict[str, int] = field(default_factory=dict)
+    """Per device, the index of the latest operation's own step (:func:`add_step` keeps it)."""
 
     def __post_init__(self) -> None:
         for d in self.graph.devices:
@@ -237,17 +263,20 @@ class _Replay:
             self.steps[d.name] = [(0.0, 0, (), 0)]
 
     # ----- bookkeeping ---------------------------------------------------------------------
-    def _record(self, device: str, extra: tuple[int, ...] = (), workspace: int = 0) -> int:
+    def _record(
+        self, device: str, extra: tuple[int, ...] = (), workspace: int = 0, *, pin: bool = False
+    ) -> int:
         """Record the memory in use on ``device`` from now on: the resident tensors, the
-        ``extra`` ones (an operation's output and copied inputs) and a running workspace."""
+        ``extra`` ones (an operation's output and copied inputs) and a running workspace.
+        ``pin``: the state of an operation while it runs, kept even when it lasts no time."""
         ids = sorted(self.live[device]) + list(extra)
         used = int(sum(int(self.graph.memory[i]) for i in ids)) + workspace
         names = tuple(self.graph.nodes[i].id for i in ids)
         history = self.steps[device]
-        if history and history[-1][0] == self.now:
-            history[-1] = (self.now, used, names, workspace)
-        else:
-            history.append((self.now, used, names, workspace))
+        last_pinned = self.pinned.get(device) == len(history) - 1
+        add_step(history, (self.now, used, names, workspace), last_pinned=last_pinned)
+        if pin:
+            self.pinned[device] = len(history) - 1
         return used
 
     def timeline(self, violation: ScheduleViolation | None) -> Timeline:
@@ -441,7 +470,8 @@ class _Replay:
         copies = self._transfer_inputs(t, k, op)
         transient = tuple(i for i, _ in copies) + (k,)
         workspace = int(g.workspace[k])
-        used = self._record(d, transient, workspace)
+        used = self._record(d, transient, workspace, pin=True)
+        step = self.pinned[d]
         budget = g.device(d).activation_budget
         if used > budget:
             resident = used - workspace - sum(int(g.memory[i]) for i in transient)
@@ -486,6 +516,7 @@ class _Replay:
                 used,
                 tuple(freed),
                 workspace,
+                step,
             )
         )
         for device in {d, *(s for s, _ in freed)}:
@@ -533,6 +564,34 @@ class _Replay:
             )
             self.now += ms
         return copies
+
+
+def add_step(history: list, entry: tuple, *, last_pinned: bool = False) -> None:
+    """Add ``entry`` to a device's memory ``history`` (tuples ``(time, bytes, ...)`` in
+    order, as the simulator and the concurrent estimate record them).
+
+    A zero-width step is a step. A state recorded at the same instant as the last one used to
+    overwrite it, and lost the memory held during a zero-cost operation: ``a`` (100 B) ->
+    ``b`` (100 B, cost 0) -> ``c`` (1 B) peaks at 200 B while ``b`` runs, and the curve said
+    101 B. The last state is replaced only when it lasted no time, is not an operation's own
+    state (``last_pinned``), and is no higher than the state before it or ``entry``: such a
+    state can set no peak (the maximum over every state recorded is always the curve's
+    maximum) and has no width to draw. Everything else is kept as a step of zero width.
+
+    Examples
+    --------
+    >>> history = [(0.0, 0)]
+    >>> for entry in [(0.0, 100), (1.0, 100), (1.0, 200), (1.0, 100), (1.0, 101), (2.0, 1)]:
+    ...     add_step(history, entry)
+    >>> history
+    [(0.0, 100), (1.0, 200), (1.0, 101), (2.0, 1)]
+    """
+    if history and history[-1][0] == entry[0] and not last_pinned:
+        before = history[-2][1] if len(history) > 1 else entry[1]
+        if history[-1][1] <= max(before, entry[1]):
+            history[-1] = entry
+            return
+    history.append(entry)
 
 
 def offload_ms(graph: Graph, i: int, source: str, target: str) -> float:
