@@ -1,13 +1,10 @@
 """Every reported peak against an independent replay (issue 22, "a wrong figure").
 
-The replay below is written from spec/model.md §2 and docs/spec-notes.md ("Workspace memory",
-"Offloading") on the test's own plain data; it never calls the simulator. It keeps the set of
-tensors resident on each device and, for each operation, adds what that operation holds while
-it runs (its output, its copied inputs, its workspace). Memory in use only grows by an
-operation or an offloading copy, so a device's peak is the largest of those states: the
-replay needs no clock, and a zero-cost operation is no different from any other. The
-simulator's curve once lost that state (two records at one instant, the later won): ``a``
-(100 B) -> ``b`` (100 B, cost 0) -> ``c`` (1 B) reported 101 B for a true 200 B.
+The replay (``replay_reference.py``) is written from spec/model.md §2 and docs/spec-notes.md
+("Workspace memory", "Offloading") on plain documents; it never calls the simulator. The
+simulator's curve once lost the memory held during a zero-cost operation (two records at one
+instant, the later won): ``a`` (100 B) -> ``b`` (100 B, cost 0) -> ``c`` (1 B) reported 101 B
+for a true 200 B.
 
 Random graphs have several devices, zero-cost nodes, workspaces and links; random schedules
 recompute, read from other devices, keep and offload. Both verdicts must agree, and on a valid
@@ -18,12 +15,12 @@ each operation's memory, ``check --json`` and ``solve --json`` (with the schedul
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from replay_reference import replay
 
 from solver.cli import main
 from solver.document.graph_io import graph_from_dict
@@ -43,112 +40,6 @@ ZERO_COST = {
     ],
 }
 """The issue's hand-derived reproducer: while ``b`` runs, ``a`` and ``b`` are resident."""
-
-
-class Invalid(Exception):
-    """The independent replay found a broken rule."""
-
-
-# ----- the independent replay ----------------------------------------------------------------
-def replay(graph_doc: dict, schedule_doc: dict) -> tuple[bool, dict[str, int], float, list[int]]:
-    """(valid, peak bytes per device, total ms, memory of each operation) by model.md §2."""
-    peaks = {d["name"]: 0 for d in graph_doc["devices"]}
-    memories: list[int] = []
-    try:
-        total = _replay(graph_doc, schedule_doc, peaks, memories)
-    except Invalid:
-        return False, peaks, math.nan, memories
-    return True, peaks, total, memories
-
-
-def _replay(graph_doc: dict, schedule_doc: dict, peaks: dict, memories: list) -> float:
-    nodes = graph_doc["nodes"]
-    order = {node["id"]: k for k, node in enumerate(nodes)}
-    size = {node["id"]: node["memory"] for node in nodes}
-    work = {node["id"]: node.get("workspace", 0) for node in nodes}
-    inputs = {node["id"]: node.get("inputs", []) for node in nodes}
-    devices = [d["name"] for d in graph_doc["devices"]]
-    budget = {d["name"]: d["memory"] for d in graph_doc["devices"]}
-    budget.update(schedule_doc.get("budgets", {}))
-    links = {(x["from"], x["to"]): x for x in graph_doc.get("links", [])}
-    live: dict[str, set[str]] = {d: set() for d in devices}
-    total = 0.0
-    stages = schedule_doc["stages"]
-    if len(stages) != len(nodes):
-        raise Invalid("one stage per node")
-    for t, stage in enumerate(stages):
-        ops = stage["ops"]
-        keys = [(order[op["node"]], devices.index(op["device"])) for op in ops]
-        if keys != sorted(set(keys)) or any(k > t for k, _ in keys):
-            raise Invalid("order or frontier")
-        if sum(k == t for k, _ in keys) != 1:
-            raise Invalid("frontier once")
-        keep, copies = {d: set() for d in devices}, []
-        for device, entries in stage.get("keep", {}).items():
-            for entry in entries:
-                if isinstance(entry, dict):
-                    copies.append((entry["id"], entry["from"], device))
-                    entry = entry["id"]
-                keep[device].add(entry)
-        hold = {d: keep[d] | {i for i, s, _ in copies if s == d} for d in devices}
-        last = {}
-        for p, op in enumerate(ops):
-            if op["device"] not in nodes[order[op["node"]]]["cost"]:
-                raise Invalid("no cost on the device")
-            if set(op.get("inputs", {})) - set(inputs[op["node"]]):
-                raise Invalid("reads a non-input")
-            for i in inputs[op["node"]]:
-                last[op.get("inputs", {}).get(i, op["device"]), i] = p
-        start = {d: set(live[d]) for d in devices}
-        computed = {d: set() for d in devices}
-        for p, op in enumerate(ops):
-            k, d = op["node"], op["device"]
-            copied = 0
-            for i in inputs[k]:
-                source = op.get("inputs", {}).get(i, d)
-                if i not in live[source]:
-                    raise Invalid("input not resident")
-                if source != d:
-                    if i in live[d] or (source, d) not in links:
-                        raise Invalid("needless or impossible transfer")
-                    copied += size[i]
-                    total += _link_ms(links[source, d], size[i])
-            used = sum(size[x] for x in live[d]) + size[k] + copied + work[k]
-            memories.append(used)
-            if used > budget[d]:
-                raise Invalid("memory")
-            peaks[d] = max(peaks[d], used)
-            total += nodes[order[k]]["cost"][d]
-            live[d].add(k)
-            computed[d].add(k)
-            for i in inputs[k]:
-                source = op.get("inputs", {}).get(i, d)
-                if last[source, i] == p and i not in hold[source]:
-                    live[source].discard(i)
-        arriving = {(i, d) for i, _, d in copies}
-        for d in devices:
-            for i in keep[d]:
-                here = i in start[d] or i in computed[d]
-                if here == ((i, d) in arriving):
-                    raise Invalid("keep without a way in, or a needless copy")
-        if copies:
-            for d in devices:
-                live[d] &= hold[d]
-            for i, s, d in sorted(copies, key=lambda c: (order[c[0]], devices.index(c[2]))):
-                if s == d or i not in live[s] or (s, d) not in links:
-                    raise Invalid("offload")
-                live[d].add(i)
-                used = sum(size[x] for x in live[d])
-                if used > budget[d]:
-                    raise Invalid("memory during the copies")
-                peaks[d] = max(peaks[d], used)
-                total += _link_ms(links[s, d], size[i])
-        live = {d: set(keep[d]) for d in devices}
-    return total
-
-
-def _link_ms(link: dict, num_bytes: int) -> float:
-    return link.get("latency_ms", 0.0) + 1000.0 * num_bytes / link["bandwidth"]
 
 
 # ----- random graphs and schedules -----------------------------------------------------------
