@@ -7,6 +7,7 @@ each rule and reports the first violation with the stage, node, device and numbe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -256,11 +257,14 @@ class _Replay:
     steps: dict[str, list[tuple[float, int, tuple[str, ...], int]]] = field(default_factory=dict)
     pinned: dict[str, int] = field(default_factory=dict)
     """Per device, the index of the latest operation's own step (:func:`add_step` keeps it)."""
+    holding: set[str] = field(default_factory=set)
+    """Devices that may hold a tensor now (a superset of those whose ``live`` is not empty)."""
 
     def __post_init__(self) -> None:
-        for d in self.graph.devices:
-            self.live[d.name] = set()
-            self.steps[d.name] = [(0.0, 0, (), 0)]
+        # devices are added as they are used (a graph may have 1,000 devices; a baseline
+        # uses one): see __missing__ of _PerDevice
+        self.live = _PerDevice(set)
+        self.steps = _PerDevice(lambda: [(0.0, 0, (), 0)])
 
     # ----- bookkeeping ---------------------------------------------------------------------
     def _record(
@@ -280,21 +284,21 @@ class _Replay:
         return used
 
     def timeline(self, violation: ScheduleViolation | None) -> Timeline:
-        memory = {}
+        built = {}
         for name, history in self.steps.items():
-            times = np.array([h[0] for h in history] + [self.now], dtype=float)
-            used = np.array([h[1] for h in history], dtype=np.int64)
-            workspace = np.array([h[3] for h in history], dtype=np.int64)
-            memory[name] = MemoryCurve(
-                name, times[:-1], used, tuple(h[2] for h in history), workspace
-            )
+            if history != [(0.0, 0, (), 0)]:
+                times = np.array([h[0] for h in history], dtype=float)
+                used = np.array([h[1] for h in history], dtype=np.int64)
+                workspace = np.array([h[3] for h in history], dtype=np.int64)
+                resident = tuple(h[2] for h in history)
+                built[name] = MemoryCurve(name, times, used, resident, workspace)
         return Timeline(
             graph=self.graph.name,
-            devices=tuple(d.name for d in self.graph.devices),
-            activation_budgets={d.name: d.activation_budget for d in self.graph.devices},
+            devices=tuple(self.graph.device_index),
+            activation_budgets=self.graph.activation_budget_map,
             ops=tuple(self.ops),
             transfers=tuple(self.transfers),
-            memory=memory,
+            memory=_Curves(built, self.graph.device_index),
             violation=violation,
         )
 
@@ -303,21 +307,27 @@ class _Replay:
         g = self.graph
         positions = self._check_stage_order(t, stage)
         last_use = self._last_uses(t, stage)
-        keep = {d.name: {g.index[x] for x in stage.kept_on(d.name)} for d in g.devices}
+        # Only the devices a stage touches are visited (a graph may have 1,000 devices): keep
+        # and hold name the devices that keep or send something, in the graph's device order.
+        order = g.device_index
+        keep = {
+            d: {g.index[x] for x in ids}
+            for d, ids in sorted(stage.keep.items(), key=lambda item: order[item[0]])
+        }
         copies = _offload_copies(g, t, stage)
         # A tensor to be offloaded stays on its source until the copy at the end of the stage.
         hold = {name: set(ids) for name, ids in keep.items()}
         for i, source, _ in copies:
-            hold[source].add(i)
-        start = {name: set(ids) for name, ids in self.live.items()}
-        computed: dict[str, set[int]] = {d.name: set() for d in g.devices}
+            hold.setdefault(source, set()).add(i)
+        start = {name: set(self.live[name]) for name in keep}
+        computed: dict[str, set[int]] = {}
         for p, (k, op) in enumerate(zip(positions, stage.ops, strict=True)):
             self._run_op(t, p, k, op, last_use, hold)
-            computed[op.device].add(k)
+            computed.setdefault(op.device, set()).add(k)
         arriving = {(i, target) for i, _, target in copies}
         for device, kept in keep.items():
             for i in sorted(kept):
-                here = i in start[device] or i in computed[device]
+                here = i in start[device] or i in computed.get(device, ())
                 if (i, device) in arriving:
                     self._check_copy(t, i, device, here)
                 elif not here:
@@ -332,10 +342,12 @@ class _Replay:
                     )
         if copies:
             self._run_copies(t, copies, hold)
-        for device in self.live:
-            if self.live[device] != keep[device]:
-                self.live[device] = set(keep[device])
+        for device in sorted(self.holding | set(keep), key=order.__getitem__):
+            kept = keep.get(device, set())
+            if self.live[device] != kept:
+                self.live[device] = set(kept)
                 self._record(device)
+        self.holding = {device for device in keep if self.live[device]}
 
     # ----- offloading (docs/spec-notes.md, "Offloading") ----------------------------------
     def _check_copy(self, t: int, i: int, target: str, here: bool) -> None:
@@ -356,8 +368,8 @@ class _Replay:
         its bytes on the target from the start of the copy.
         """
         g = self.graph
-        for device in self.live:
-            held = self.live[device] & hold[device]
+        for device in sorted(self.holding, key=g.device_index.__getitem__):
+            held = self.live[device] & hold.get(device, set())
             if held != self.live[device]:
                 self.live[device] = held
                 self._record(device)
@@ -380,6 +392,7 @@ class _Replay:
                     **where,
                 )
             self.live[target].add(i)
+            self.holding.add(target)
             used = self._record(target)
             budget = g.device(target).activation_budget
             if used > budget:
@@ -498,10 +511,11 @@ class _Replay:
         duration = float(g.cost[g.device_index[d], k])
         self.now += duration
         self.live[d].add(k)
+        self.holding.add(d)
         freed = []
         for i in g.inputs[k]:
             source = op.source_of(g.nodes[i].id)
-            if last_use.get((source, i)) == p and i not in hold[source]:
+            if last_use.get((source, i)) == p and i not in hold.get(source, ()):
                 self.live[source].discard(i)
                 freed.append((source, g.nodes[i].id))
         self.ops.append(
@@ -564,6 +578,51 @@ class _Replay:
             )
             self.now += ms
         return copies
+
+
+class _Curves(Mapping[str, MemoryCurve]):
+    """Every device's curve, in the graph's device order; a device that held nothing shares
+    one flat curve, made when asked for (a replay of a baseline on one of 1,000 devices
+    built 1,000 curves)."""
+
+    def __init__(self, built: dict[str, MemoryCurve], devices: Mapping[str, int]):
+        self._built, self._devices = built, devices
+
+    def __getitem__(self, device: str) -> MemoryCurve:
+        curve = self._built.get(device)
+        if curve is not None:
+            return curve
+        if device in self._devices:
+            return _unused_curve(device)
+        raise KeyError(device)
+
+    def __iter__(self):
+        return iter(self._devices)
+
+    def __len__(self) -> int:
+        return len(self._devices)
+
+
+class _PerDevice(dict):
+    """A dict that makes a device's entry on first use (``factory()``)."""
+
+    def __init__(self, factory) -> None:
+        super().__init__()
+        self.factory = factory
+
+    def __missing__(self, device: str):
+        value = self[device] = self.factory()
+        return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _unused_curve(device: str) -> MemoryCurve:
+    """The curve of a device that held nothing: 0 bytes from time 0 (read-only arrays, one
+    per device name, shared by every timeline)."""
+    times, zeros = np.zeros(1, dtype=float), np.zeros(1, dtype=np.int64)
+    times.setflags(write=False)
+    zeros.setflags(write=False)
+    return MemoryCurve(device, times, zeros, ((),), zeros)
 
 
 def add_step(history: list, entry: tuple, *, last_pinned: bool = False) -> None:
