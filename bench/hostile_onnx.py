@@ -39,7 +39,9 @@ def _conv_stem(shape=(2, 3, 8, 8)):
     """Conv -> Relu on ``x``: the nodes, the data input and the weight initializer."""
     _, TensorProto, helper = _helpers()
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, shape[1], 3, 3], [0.1] * (4 * shape[1] * 9))
+    weight = helper.make_tensor(
+        "w", TensorProto.FLOAT, [4, shape[1], 3, 3], [0.1] * (4 * shape[1] * 9)
+    )
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], name="/conv/Conv", pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["r"], name="/relu/Relu"),
@@ -55,7 +57,11 @@ def _out(name: str, shape):
 def conv_relu():
     _, _, helper = _helpers()
     nodes, x, w = _conv_stem()
-    nodes.append(helper.make_node("MaxPool", ["r"], ["p"], name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]))
+    nodes.append(
+        helper.make_node(
+            "MaxPool", ["r"], ["p"], name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]
+        )
+    )
     nodes.append(helper.make_node("Relu", ["p"], ["y"], name="/relu2/Relu"))
     return _model(nodes, [x], [_out("y", [2, 4, 4, 4])], [w])
 
@@ -66,9 +72,19 @@ def unsupported_nms():
     nodes, x, w = _conv_stem()
     shape = helper.make_tensor("s", TensorProto.INT64, [3], [2, 32, 4])
     nodes.append(helper.make_node("Reshape", ["r", "s"], ["boxes"], name="/head/Reshape"))
-    nodes.append(helper.make_node("ReduceMean", ["boxes"], ["scores"], name="/head/ReduceMean", axes=[2], keepdims=0))
-    nodes.append(helper.make_node("Unsqueeze", ["scores", "ax"], ["scores3"], name="/head/Unsqueeze"))
-    nodes.append(helper.make_node("NonMaxSuppression", ["boxes", "scores3"], ["keep"], name="/post/NonMaxSuppression"))
+    nodes.append(
+        helper.make_node(
+            "ReduceMean", ["boxes"], ["scores"], name="/head/ReduceMean", axes=[2], keepdims=0
+        )
+    )
+    nodes.append(
+        helper.make_node("Unsqueeze", ["scores", "ax"], ["scores3"], name="/head/Unsqueeze")
+    )
+    nodes.append(
+        helper.make_node(
+            "NonMaxSuppression", ["boxes", "scores3"], ["keep"], name="/post/NonMaxSuppression"
+        )
+    )
     axes = helper.make_tensor("ax", TensorProto.INT64, [1], [1])
     out = helper.make_tensor_value_info("keep", TensorProto.INT64, None)
     return _model(nodes, [x], [out], [w, shape, axes])
@@ -77,7 +93,9 @@ def unsupported_nms():
 def custom_domain():
     _, _, helper = _helpers()
     nodes, x, w = _conv_stem()
-    nodes.append(helper.make_node("FancyAct", ["r"], ["f"], name="/act/FancyAct", domain="com.example"))
+    nodes.append(
+        helper.make_node("FancyAct", ["r"], ["f"], name="/act/FancyAct", domain="com.example")
+    )
     nodes.append(helper.make_node("Relu", ["f"], ["g"], name="/relu2/Relu"))
     nodes.append(helper.make_node("Relu", ["g"], ["y"], name="/relu3/Relu"))
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
@@ -97,13 +115,23 @@ def control_flow_if():
     _, TensorProto, helper = _helpers()
     nodes, x, w = _conv_stem()
     then_graph = helper.make_graph(
-        [helper.make_node("Relu", ["r"], ["t"], name="/then/Relu")], "then", [], [_out("t", [2, 4, 8, 8])]
+        [helper.make_node("Relu", ["r"], ["t"], name="/then/Relu")],
+        "then",
+        [],
+        [_out("t", [2, 4, 8, 8])],
     )
     else_graph = helper.make_graph(
-        [helper.make_node("Sigmoid", ["r"], ["e"], name="/else/Sigmoid")], "else", [], [_out("e", [2, 4, 8, 8])]
+        [helper.make_node("Sigmoid", ["r"], ["e"], name="/else/Sigmoid")],
+        "else",
+        [],
+        [_out("e", [2, 4, 8, 8])],
     )
     cond = helper.make_tensor("cond", TensorProto.BOOL, [], [True])
-    nodes.append(helper.make_node("If", ["cond"], ["y"], name="/branch/If", then_branch=then_graph, else_branch=else_graph))
+    nodes.append(
+        helper.make_node(
+            "If", ["cond"], ["y"], name="/branch/If", then_branch=then_graph, else_branch=else_graph
+        )
+    )
     return _model(nodes, [x], [_out("y", [2, 4, 8, 8])], [w, cond])
 
 
@@ -111,16 +139,26 @@ def control_flow_loop():
     _, TensorProto, helper = _helpers()
     nodes, x, w = _conv_stem()
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Relu", ["carried"], ["next"])],
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Relu", ["carried"], ["next"]),
+        ],
         "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("carried", TensorProto.FLOAT, [2, 4, 8, 8])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), _out("next", [2, 4, 8, 8])],
-    )  # fmt: skip
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("carried", TensorProto.FLOAT, [2, 4, 8, 8]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            _out("next", [2, 4, 8, 8]),
+        ],
+    )
     trips = helper.make_tensor("trips", TensorProto.INT64, [], [3])
     cond = helper.make_tensor("cond", TensorProto.BOOL, [], [True])
-    nodes.append(helper.make_node("Loop", ["trips", "cond", "r"], ["y"], name="/loop/Loop", body=body))
+    nodes.append(
+        helper.make_node("Loop", ["trips", "cond", "r"], ["y"], name="/loop/Loop", body=body)
+    )
     return _model(nodes, [x], [_out("y", [2, 4, 8, 8])], [w, trips, cond])
 
 

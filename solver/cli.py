@@ -47,6 +47,8 @@ MAX_RUNS = 64
 MAX_PERCENT = 10**6
 """The largest ``--budget DEVICE=P%`` (ten thousand times the no-remat peak)."""
 MAX_STEPS = 10_000
+MAX_JOBS = 64
+"""The most sweep worker processes (each holds the solver: about 100 MB before it solves)."""
 _SOLVER_HELP = "; ".join(f"{b.name}: {b.description}" for b in BACKENDS.values())
 CANCEL_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -382,8 +384,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--device {args.device!r}: devices of {label} are {devices}")
     if not 1 <= args.steps <= MAX_STEPS:
         raise UsageError(f"--steps must be from 1 to {MAX_STEPS}")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be from 1 to {MAX_JOBS}")
     methods = args.method or ["xengine", "checkmate"]
     for _, graph in graphs:
         for method in methods:
