@@ -179,13 +179,16 @@ def _in_process(argv, store: str, folder: Path, timeout: float) -> Run:
 
 
 def run_kit(seed: int, quick: bool, surfaces: list[str] | None, root: Path, inproc: bool,
-            jobs: int = 1, max_timeout: float = float("inf")):  # fmt: skip
+            jobs: int = 1, max_timeout: float = float("inf"),
+            process_only: bool = False):  # fmt: skip
     """Run every case (but those allowed more than ``max_timeout`` seconds);
     ``(table rows by surface, findings)``."""
     chosen = [
         c
         for c in cases(seed, quick, surfaces)
-        if not (inproc and c.subprocess_only) and c.timeout <= max_timeout
+        if not (inproc and c.subprocess_only)
+        and c.timeout <= max_timeout
+        and (c.subprocess_only or not process_only)
     ]
     counts: dict[str, Counter] = defaultdict(Counter)
     findings: list[tuple[Case, list[tuple[str, str]]]] = []
@@ -235,12 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-timeout", type=float, default=float("inf"), help="skip cases allowed longer"
     )
+    parser.add_argument(
+        "--process-only", action="store_true", help="only the cases that need a process"
+    )
     args = parser.parse_args(argv)
     if args.inproc:
         sys.path.insert(0, str(args.root))
     started = time.monotonic()
     counts, findings = run_kit(args.seed, args.quick, args.surface, args.root, args.inproc,
-                               args.jobs, args.max_timeout)  # fmt: skip
+                               args.jobs, args.max_timeout, args.process_only)  # fmt: skip
     print(format_table(counts))
     total = sum(r["cases"] for r in counts.values())
     how = "in process" if args.inproc else "one process each"
