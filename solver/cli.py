@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import math
 import os
 import signal
@@ -18,13 +19,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from solver.document.atomic import check_writable
 from solver.document.examples import bundled_graphs
 from solver.document.graph import Graph
 from solver.document.graph_io import load_graph
 from solver.document.schedule import Schedule
 from solver.document.schedule_io import load_schedule, save_schedule
 from solver.document.units import MAX_SIZE, format_ms, format_size, parse_size
-from solver.errors import XEngineError, printable
+from solver.errors import FileWriteError, XEngineError, printable
 from solver.execution.concurrent import concurrent_makespan
 from solver.execution.simulate import Timeline, effective_graph, simulate
 from solver.optimize.backends.registry import BACKENDS, available_backends
@@ -45,6 +47,8 @@ MAX_RUNS = 64
 MAX_PERCENT = 10**6
 """The largest ``--budget DEVICE=P%`` (ten thousand times the no-remat peak)."""
 MAX_STEPS = 10_000
+MAX_JOBS = 64
+"""The most sweep worker processes (each holds the solver: about 100 MB before it solves)."""
 _SOLVER_HELP = "; ".join(f"{b.name}: {b.description}" for b in BACKENDS.values())
 CANCEL_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -275,21 +279,31 @@ def _print_result(result: SolveResult, concurrent_ms: float | None = None) -> No
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(args.output)  # before the solve, not after it
     graph = _load(args.graph, args.budget)
     parse_method(graph, args.method)
     options = _options(args)
     with _stdout_to_stderr():
         result = _solve_stored(graph, args, options)
+    unwritten = None
     if args.output and result.schedule is not None:
         summary = result.timeline.summary() if result.timeline is not None else None
-        save_schedule(result.schedule, args.output, summary)
+        try:
+            save_schedule(result.schedule, args.output, summary)
+        except FileWriteError as exc:  # e.g. past the size check reads: the result still shows
+            unwritten = exc
     concurrent = _concurrent_ms(graph, result.schedule, result.timeline)
     if args.json:
         print(_json_text(_report(result, concurrent)))
     else:
         _print_result(result, concurrent)
-        if args.output and result.schedule is not None:
+        if args.output and result.schedule is not None and unwritten is None:
             print(f"schedule   written to {args.output}")
+    if unwritten is not None:
+        sys.stdout.flush()
+        print(printable(f"error: {unwritten}"), file=sys.stderr)
+        return EXIT_BAD_INPUT
     ok = result.ok and result.status is not SolveStatus.CANCELLED
     return EXIT_OK if ok else EXIT_NO_SCHEDULE
 
@@ -360,6 +374,9 @@ def _fraction(text: str, graph: Graph) -> float:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from solver.sweeps.cli import graph_label, run_sweep_command
 
+    if args.output:
+        check_writable(args.output)  # before any row or progress line
+
     graphs = [(graph_label(text), _load(text, args.budget)) for text in [args.graph, *args.more]]
     for label, graph in graphs:
         if args.device not in graph.device_index:
@@ -367,8 +384,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError(f"--device {args.device!r}: devices of {label} are {devices}")
     if not 1 <= args.steps <= MAX_STEPS:
         raise UsageError(f"--steps must be from 1 to {MAX_STEPS}")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be from 1 to {MAX_JOBS}")
     methods = args.method or ["xengine", "checkmate"]
     for _, graph in graphs:
         for method in methods:
@@ -555,9 +572,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _WarningLines(logging.Handler):
+    """The core's warnings (the result store's) as one ``warning: ...`` line each on stderr,
+    told apart from the one ``error:`` line a failed command ends with."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(printable(f"warning: {record.getMessage()}"), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging's own contract: never raise from emit
+            self.handleError(record)
+
+
+def _warnings_to_stderr() -> None:
+    core = logging.getLogger("solver")
+    if not any(isinstance(h, _WarningLines) for h in core.handlers):
+        core.addHandler(_WarningLines(logging.WARNING))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _warnings_to_stderr()
     if argv and argv[0] == "import-torch":
         from solver.importers.cli import import_torch_command
 

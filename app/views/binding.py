@@ -37,7 +37,7 @@ def binding_constraints(
     op = timeline.ops[index]
     found = []
     for device, curve in timeline.memory.items():
-        used, _ = curve.at(op.start)
+        used, _ = curve.during(op)  # exact for a zero-cost op too (its step has no width)
         budget = timeline.activation_budgets.get(device, 0)
         if budget and used >= AT_LIMIT * budget:
             found.append(

@@ -104,7 +104,7 @@ def _residency_from_curves(document: Document) -> dict[str, dict[str, str]]:
     op = timeline.ops[document.cursor]
     residency: dict[str, dict[str, str]] = {}
     for device, curve in timeline.memory.items():
-        for tensor in curve.at(op.start)[1]:
+        for tensor in curve.during(op)[1]:
             residency.setdefault(tensor, {})[device] = "resident"
     for transfer in timeline.transfers:
         if transfer.stage == op.stage and transfer.consumer == op.node:

@@ -163,17 +163,18 @@ def resident_text(
     parts = [f"step {step}: {op.node} on {op.device} \u2014"]
     order = graph.index.get
     for device, curve in timeline.memory.items():
-        used, names = curve.at(op.start)
+        used, names = curve.during(op)  # a zero-cost op's step has no width: not by time
         listed = ", ".join(sorted(names, key=lambda n: order(n, -1))) or "nothing"
         text = f"{device} holds {listed} ({format_size(used)})"
-        work = workspace_at(curve, op.start)
+        work = int(curve.workspace[curve.index_during(op)])
         if work:
             owner = op.node if device == op.device else "the operation running there"
             text = text[:-1] + f", {format_size(work)} of it the workspace of {owner})"
         if other is not None and device in other.memory:
             # the same operation in the other schedule: its first run of this node
-            when = next((o.start for o in other.ops if o.node == op.node), op.start)
-            there_used, there = other.memory[device].at(when)
+            same = next((o for o in other.ops if o.node == op.node), None)
+            there_curve = other.memory[device]
+            there_used, there = there_curve.during(same) if same else there_curve.at(op.start)
             only_here = sorted(set(names) - set(there), key=lambda n: order(n, -1))
             only_there = sorted(set(there) - set(names), key=lambda n: order(n, -1))
             here_text = ", ".join(only_here) or "none"

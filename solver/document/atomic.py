@@ -19,7 +19,7 @@ from pathlib import Path
 
 from solver.errors import FileWriteError
 
-__all__ = ["STALE_TEMP_SECONDS", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["STALE_TEMP_SECONDS", "atomic_write_bytes", "atomic_write_text", "check_writable"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,34 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         raise
     _sync_folder(target.parent)
     _remove_stale_temps(target)
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise the :class:`FileWriteError` a later :func:`atomic_write_bytes` to ``path`` would
+    raise for a missing or unwritable folder, or a target that is no regular file or is
+    read-only: a command checks its output path before it spends a solve or prints progress.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_writable("/no/such/folder/results.csv")
+    ... except OSError as exc:
+    ...     print(exc.what)
+    the folder /no/such/folder does not exist
+    """
+    name = str(path)
+    target = Path(os.path.realpath(path))
+    _refuse_read_only(target, name)
+    folder = target.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise FileWriteError(
+            name, f"the folder {folder} {what}", "create it first or choose another"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise FileWriteError(
+            name, f"the folder {folder} is not writable", "choose a folder you can write to"
+        )
 
 
 def _refuse_read_only(target: Path, name: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from solver.document.units import MAX_SIZE
 from solver.errors import GraphFormatError
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 NODE_KINDS = ("forward", "loss", "backward", "other")
+MAX_TRANSFER_TABLE_BYTES = 2 * 2**30
+"""The largest transfer table (edges x devices^2 floats) built; more is refused in one line."""
 
 
 @dataclass(frozen=True)
@@ -212,28 +215,45 @@ class Graph:
         return np.array([d.activation_budget for d in self.devices], dtype=np.int64)
 
     @cached_property
+    def activation_budget_map(self) -> Mapping[str, int]:
+        """The activation budgets by device name (read-only; one for every replay)."""
+        return _ReadOnlyMap({d.name: d.activation_budget for d in self.devices})
+
+    @cached_property
     def transfer(self) -> np.ndarray:
-        """``CC[e][d'][d]`` in ms, shape (E, D, D); inf where no link or override allows it."""
-        table = np.full((len(self.edge_pairs), self.num_devices, self.num_devices), np.inf)
-        links = {(link.source, link.target): link for link in self.links}
+        """``CC[e][d'][d]`` in ms, shape (E, D, D); inf where no link or override allows it.
+
+        Built with numpy per edge (a Python loop over device pairs took 10 s for 9 edges
+        between 1,000 devices); a table past :data:`MAX_TRANSFER_TABLE_BYTES` is refused
+        before it is allocated.
+        """
+        edges, count = len(self.edge_pairs), self.num_devices
+        need = edges * count * count * 8
+        if need > MAX_TRANSFER_TABLE_BYTES:
+            raise GraphFormatError(
+                f"{edges} edges between {count} devices need a transfer table of "
+                f"{need / 2**30:.1f} GiB (a time per edge and device pair)",
+                where="devices",
+                fix=f"use fewer devices or edges (at most {MAX_TRANSFER_TABLE_BYTES // 2**30} GiB)",
+            )
+        latency = np.full((count, count), np.inf)
+        bandwidth = np.ones((count, count))
+        for link in self.links:
+            a, b = self.device_index[link.source], self.device_index[link.target]
+            latency[a, b], bandwidth[a, b] = link.latency_ms, link.bandwidth
+        linked = np.isfinite(latency)
+        diagonal = np.arange(count)
+        table = np.full((edges, count, count), np.inf)
         overrides = {(e.source, e.target): e.transfer_ms for e in self.edges}
         for e, (i, k) in enumerate(self.edge_pairs):
-            table[e] = self._transfer_row(i, k, links, overrides)
+            row = table[e]
+            # the same float operations as Link.transfer_ms, element by element
+            np.add(latency, 1000.0 * int(self.memory[i]) / bandwidth, out=row, where=linked)
+            row[diagonal, diagonal] = 0.0
+            for key, ms in overrides.get((self.nodes[i].id, self.nodes[k].id), {}).items():
+                src, dst = key.split("->")
+                row[self.device_index[src], self.device_index[dst]] = float(ms)
         return table
-
-    def _transfer_row(self, i: int, k: int, links: dict, overrides: dict) -> np.ndarray:
-        row = np.full((self.num_devices, self.num_devices), np.inf)
-        override = overrides.get((self.nodes[i].id, self.nodes[k].id), {})
-        for a, src in enumerate(self.devices):
-            for b, dst in enumerate(self.devices):
-                key = f"{src.name}->{dst.name}"
-                if a == b:
-                    row[a, b] = 0.0
-                elif key in override:
-                    row[a, b] = float(override[key])
-                elif (src.name, dst.name) in links:
-                    row[a, b] = links[src.name, dst.name].transfer_ms(int(self.memory[i]))
-        return row
 
     def transfer_ms(self, source: str, target: str, src_device: str, dst_device: str) -> float:
         """Transfer time of edge ``source -> target`` between two devices (inf: not allowed)."""
@@ -311,6 +331,26 @@ def topological_order(nodes: Iterable[Node], edges: Iterable[Edge]) -> list[Node
     return [nodes[position[node_id]] for node_id in ordered]
 
 
+class _ReadOnlyMap(Mapping[str, int]):
+    """A read-only view of a dict that, unlike ``MappingProxyType``, can be pickled (a
+    timeline goes from a sweep worker or the solve process to its parent)."""
+
+    def __init__(self, data: dict[str, int]):
+        self._data = data
+
+    def __getitem__(self, key: str) -> int:
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
 def make_graph(
     name: str,
     devices: Iterable[Device],
@@ -378,12 +418,7 @@ def _check_devices(devices: tuple[Device, ...], links: tuple[Link, ...]) -> None
             raise GraphFormatError("'->' in a device name", where=where, fix="rename it")
         seen.add(device.name)
         for label, value in (("memory", device.memory), ("fixed_memory", device.fixed_memory)):
-            if value < 0:
-                raise GraphFormatError(
-                    f"{value} is negative",
-                    where=f"{where}, field '{label}'",
-                    fix="sizes must be >= 0",
-                )
+            _check_size(value, f"{where}, field '{label}'")
     for link in links:
         where = f"link {link.source} -> {link.target}"
         for name in (link.source, link.target):
@@ -425,8 +460,23 @@ def _check_workspace(value: object, where: str) -> None:
         )
 
 
+def _check_size(value: int, where: str) -> None:
+    """A size is 0 to 2^53 bytes, as the file reader accepts (docs/spec-notes.md, "Hostile
+    input"): a graph built in code (an importer's) must never hold what no file may."""
+    if value < 0:
+        raise GraphFormatError(f"{value} is negative", where=where, fix="sizes must be >= 0")
+    if value > MAX_SIZE:
+        raise GraphFormatError(
+            f"{value} bytes is too large",
+            where=where,
+            fix=f"sizes must be at most {MAX_SIZE} bytes (8 PiB); for an import, give a "
+            "smaller input shape",
+        )
+
+
 def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
     seen: set[str] = set()
+    total = 0
     for node in nodes:
         where = f"node '{node.id}'"
         if not node.id:
@@ -434,13 +484,10 @@ def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
         if node.id in seen:
             raise GraphFormatError("duplicate node id", where=where, fix="node ids must be unique")
         seen.add(node.id)
-        if node.memory < 0:
-            raise GraphFormatError(
-                f"{node.memory} is negative",
-                where=f"{where}, field 'memory'",
-                fix="sizes must be >= 0",
-            )
+        _check_size(node.memory, f"{where}, field 'memory'")
         _check_workspace(node.workspace, where)
+        _check_size(node.workspace, f"{where}, field 'workspace'")
+        total += node.memory + node.workspace
         if node.kind not in NODE_KINDS:
             raise GraphFormatError(
                 f"unknown kind {node.kind!r}",
@@ -466,6 +513,12 @@ def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
                 where=f"{where}, field 'cost'",
                 fix="give a cost (ms) for at least one device",
             )
+    if total > MAX_SIZE:
+        raise GraphFormatError(
+            f"the node sizes add up to {total} bytes",
+            where="field 'nodes'",
+            fix=f"all tensors together must be at most {MAX_SIZE} bytes (8 PiB)",
+        )
 
 
 def _check_edges(nodes: Iterable[Node], edges: Iterable[Edge], device_names: set[str]) -> None:

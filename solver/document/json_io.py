@@ -16,11 +16,18 @@ import stat
 from collections.abc import Iterable
 from typing import Any
 
-from solver.document.atomic import atomic_write_text
+from solver.document.atomic import atomic_write_bytes
 from solver.document.units import format_size
 from solver.errors import FileWriteError, GraphFormatError
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "dumps_json", "read_json", "write_json"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "dumps_json",
+    "read_json",
+    "read_regular_file",
+    "write_json",
+]
 
 MAX_FILE_BYTES = 64 * 1024**2
 """The largest file read (64 MiB; the biggest bundled graph is 50 kB). A cap keeps ``/dev/zero``
@@ -39,7 +46,7 @@ def read_json(path: str | os.PathLike, error: type[GraphFormatError] = GraphForm
     digits and nesting deeper than :data:`MAX_DEPTH` are refused.
     """
     name = str(path)
-    data = _read_regular_file(path, error)
+    data = read_regular_file(path, error)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -131,28 +138,38 @@ def _too_deep(doc: Any) -> bool:
     return False
 
 
-def _read_regular_file(path: str | os.PathLike, error: type[GraphFormatError]) -> bytes:
-    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES` (never blocks)."""
+def read_regular_file(
+    path: str | os.PathLike,
+    error: type[GraphFormatError] = GraphFormatError,
+    max_bytes: int | None = None,
+    fix: str = "graph and schedule files are far smaller; is this the right file?",
+    what: str = "a JSON file",
+) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default :data:`MAX_FILE_BYTES`);
+    never blocks, never fills memory.
+
+    A FIFO with no writer blocked forever and ``/dev/zero`` never ended: anything but a
+    regular file is refused before it is opened for reading (``O_NONBLOCK`` keeps a path
+    swapped for a FIFO since the check from blocking the open), and at most ``max_bytes + 1``
+    bytes are read. Every failure is ``error`` naming the file (``fix`` for one too large,
+    "give ``what``" for one that is no regular file).
+    """
     name = str(path)
+    max_bytes = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise error(
-                "not a regular file (a folder, device or pipe)", path=name, fix="give a JSON file"
+                "not a regular file (a folder, device or pipe)", path=name, fix=f"give {what}"
             )
-        # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open does not block.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise error("not a regular file", path=name, fix="give a JSON file")
-            data = handle.read(MAX_FILE_BYTES + 1)
+                raise error("not a regular file", path=name, fix=f"give {what}")
+            data = handle.read(max_bytes + 1)
     except OSError as exc:
         raise error(exc.strerror or str(exc), path=name, fix="check the path") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise error(
-            f"larger than {format_size(MAX_FILE_BYTES)}",
-            path=name,
-            fix="graph and schedule files are far smaller; is this the right file?",
-        )
+    if len(data) > max_bytes:
+        raise error(f"larger than {format_size(max_bytes)}", path=name, fix=fix)
     return data
 
 
@@ -176,8 +193,27 @@ def dumps_json(doc: Any, path: str | os.PathLike = "<document>") -> str:
 
 
 def write_json(doc: Any, path: str | os.PathLike) -> None:
-    """Write ``doc`` as JSON to ``path`` atomically (see :func:`dumps_json`)."""
-    atomic_write_text(path, dumps_json(doc, path))
+    """Write ``doc`` as JSON to ``path`` atomically (see :func:`dumps_json`).
+
+    A document larger than :data:`MAX_FILE_BYTES` is refused and nothing is written: this
+    program would refuse to read it back (a 276 MB schedule that ``check`` refused was
+    written before).
+
+    Raises
+    ------
+    FileWriteError
+        Naming ``path``: a non-finite number, a document too large, or the write failed.
+    """
+    data = dumps_json(doc, path).encode("utf-8")
+    if len(data) > MAX_FILE_BYTES:
+        raise FileWriteError(
+            str(path),
+            f"nothing written: the document would be {format_size(len(data))}, more than the "
+            f"{format_size(MAX_FILE_BYTES)} a graph or schedule file may have (it could not be "
+            "read back)",
+            "use a smaller graph (e.g. import at --level layer)",
+        )
+    atomic_write_bytes(path, data)
 
 
 def _non_finite_place(doc: Any) -> str | None:

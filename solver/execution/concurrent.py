@@ -62,6 +62,7 @@ from solver.execution.simulate import (
     OpEvent,
     Timeline,
     TransferEvent,
+    add_step,
     offload_ms,
     simulate,
 )
@@ -297,10 +298,7 @@ class _Layout:
             tuple(sorted(self.resident[d].values())),
             self.running_workspace[d],
         )
-        if self.steps[d][-1][0] == self.now:
-            self.steps[d][-1] = entry
-        else:
-            self.steps[d].append(entry)
+        add_step(self.steps[d], entry)  # a zero-width step is a step (a zero-cost task)
 
     def _ready(self, j: int) -> bool:
         d = self.tasks.device[j]

@@ -7,6 +7,7 @@ each rule and reports the first violation with the stage, node, device and numbe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ __all__ = [
     "check_schedule",
     "effective_graph",
     "offload_ms",
+    "add_step",
 ]
 
 
@@ -47,6 +49,10 @@ class OpEvent:
     """``(device, tensor)`` pairs released right after this operation."""
     workspace: int = 0
     """Workspace bytes of the node (part of ``memory``), in use only while it runs."""
+    step: int = -1
+    """Index of the step of its device's :class:`MemoryCurve` that holds while it runs (the
+    state ``memory`` counts), or -1 where unknown (the concurrent estimate). A zero-cost
+    operation's step has no width: its time alone cannot find it."""
 
     @property
     def duration(self) -> float:
@@ -74,7 +80,12 @@ class MemoryCurve:
     """Memory in use on one device as a step function: ``bytes[j]`` holds on
     ``[times[j], times[j+1])``; ``resident[j]`` names the tensors making it up, and
     ``workspace[j]`` (part of ``bytes[j]``) the workspace of the operation running then, which
-    is no tensor: ``bytes[j]`` is the sum of the resident tensors' sizes plus ``workspace[j]``."""
+    is no tensor: ``bytes[j]`` is the sum of the resident tensors' sizes plus ``workspace[j]``.
+
+    A zero-width step (``times[j] == times[j+1]``) is a step: the memory in use while a
+    zero-cost operation runs (a reshape, a view) lasts no time but is held, and counts in
+    every peak. The curve keeps every operation's own state and any other state that is higher
+    than the states around it at the same instant (:func:`add_step`)."""
 
     device: str
     times: np.ndarray
@@ -90,6 +101,20 @@ class MemoryCurve:
         """Bytes in use and resident tensors at ``time`` (the latest step starting there)."""
         j = int(np.searchsorted(self.times, time, side="right")) - 1
         j = min(max(j, 0), len(self.bytes) - 1)
+        return int(self.bytes[j]), self.resident[j]
+
+    def index_during(self, op: OpEvent) -> int:
+        """The step that holds while ``op`` runs: its own step on its device, else the latest
+        step starting at its start (several steps may start then: ``at`` reads the last)."""
+        if op.device == self.device and 0 <= op.step < len(self.bytes):
+            return op.step
+        j = int(np.searchsorted(self.times, op.start, side="right")) - 1
+        return min(max(j, 0), len(self.bytes) - 1)
+
+    def during(self, op: OpEvent) -> tuple[int, tuple[str, ...]]:
+        """Bytes in use and resident tensors while ``op`` runs (exact on its own device, also
+        for a zero-cost operation, whose step :meth:`at` cannot tell from the next one's)."""
+        j = self.index_during(op)
         return int(self.bytes[j]), self.resident[j]
 
 
@@ -230,42 +255,50 @@ class _Replay:
     ops: list[OpEvent] = field(default_factory=list)
     transfers: list[TransferEvent] = field(default_factory=list)
     steps: dict[str, list[tuple[float, int, tuple[str, ...], int]]] = field(default_factory=dict)
+    pinned: dict[str, int] = field(default_factory=dict)
+    """Per device, the index of the latest operation's own step (:func:`add_step` keeps it)."""
+    holding: set[str] = field(default_factory=set)
+    """Devices that may hold a tensor now (a superset of those whose ``live`` is not empty)."""
 
     def __post_init__(self) -> None:
-        for d in self.graph.devices:
-            self.live[d.name] = set()
-            self.steps[d.name] = [(0.0, 0, (), 0)]
+        # devices are added as they are used (a graph may have 1,000 devices; a baseline
+        # uses one): see __missing__ of _PerDevice
+        self.live = _PerDevice(set)
+        self.steps = _PerDevice(lambda: [(0.0, 0, (), 0)])
 
     # ----- bookkeeping ---------------------------------------------------------------------
-    def _record(self, device: str, extra: tuple[int, ...] = (), workspace: int = 0) -> int:
+    def _record(
+        self, device: str, extra: tuple[int, ...] = (), workspace: int = 0, *, pin: bool = False
+    ) -> int:
         """Record the memory in use on ``device`` from now on: the resident tensors, the
-        ``extra`` ones (an operation's output and copied inputs) and a running workspace."""
+        ``extra`` ones (an operation's output and copied inputs) and a running workspace.
+        ``pin``: the state of an operation while it runs, kept even when it lasts no time."""
         ids = sorted(self.live[device]) + list(extra)
         used = int(sum(int(self.graph.memory[i]) for i in ids)) + workspace
         names = tuple(self.graph.nodes[i].id for i in ids)
         history = self.steps[device]
-        if history and history[-1][0] == self.now:
-            history[-1] = (self.now, used, names, workspace)
-        else:
-            history.append((self.now, used, names, workspace))
+        last_pinned = self.pinned.get(device) == len(history) - 1
+        add_step(history, (self.now, used, names, workspace), last_pinned=last_pinned)
+        if pin:
+            self.pinned[device] = len(history) - 1
         return used
 
     def timeline(self, violation: ScheduleViolation | None) -> Timeline:
-        memory = {}
+        built = {}
         for name, history in self.steps.items():
-            times = np.array([h[0] for h in history] + [self.now], dtype=float)
-            used = np.array([h[1] for h in history], dtype=np.int64)
-            workspace = np.array([h[3] for h in history], dtype=np.int64)
-            memory[name] = MemoryCurve(
-                name, times[:-1], used, tuple(h[2] for h in history), workspace
-            )
+            if history != [(0.0, 0, (), 0)]:
+                times = np.array([h[0] for h in history], dtype=float)
+                used = np.array([h[1] for h in history], dtype=np.int64)
+                workspace = np.array([h[3] for h in history], dtype=np.int64)
+                resident = tuple(h[2] for h in history)
+                built[name] = MemoryCurve(name, times, used, resident, workspace)
         return Timeline(
             graph=self.graph.name,
-            devices=tuple(d.name for d in self.graph.devices),
-            activation_budgets={d.name: d.activation_budget for d in self.graph.devices},
+            devices=tuple(self.graph.device_index),
+            activation_budgets=self.graph.activation_budget_map,
             ops=tuple(self.ops),
             transfers=tuple(self.transfers),
-            memory=memory,
+            memory=_Curves(built, self.graph.device_index),
             violation=violation,
         )
 
@@ -274,21 +307,27 @@ class _Replay:
         g = self.graph
         positions = self._check_stage_order(t, stage)
         last_use = self._last_uses(t, stage)
-        keep = {d.name: {g.index[x] for x in stage.kept_on(d.name)} for d in g.devices}
+        # Only the devices a stage touches are visited (a graph may have 1,000 devices): keep
+        # and hold name the devices that keep or send something, in the graph's device order.
+        order = g.device_index
+        keep = {
+            d: {g.index[x] for x in ids}
+            for d, ids in sorted(stage.keep.items(), key=lambda item: order[item[0]])
+        }
         copies = _offload_copies(g, t, stage)
         # A tensor to be offloaded stays on its source until the copy at the end of the stage.
         hold = {name: set(ids) for name, ids in keep.items()}
         for i, source, _ in copies:
-            hold[source].add(i)
-        start = {name: set(ids) for name, ids in self.live.items()}
-        computed: dict[str, set[int]] = {d.name: set() for d in g.devices}
+            hold.setdefault(source, set()).add(i)
+        start = {name: set(self.live[name]) for name in keep}
+        computed: dict[str, set[int]] = {}
         for p, (k, op) in enumerate(zip(positions, stage.ops, strict=True)):
             self._run_op(t, p, k, op, last_use, hold)
-            computed[op.device].add(k)
+            computed.setdefault(op.device, set()).add(k)
         arriving = {(i, target) for i, _, target in copies}
         for device, kept in keep.items():
             for i in sorted(kept):
-                here = i in start[device] or i in computed[device]
+                here = i in start[device] or i in computed.get(device, ())
                 if (i, device) in arriving:
                     self._check_copy(t, i, device, here)
                 elif not here:
@@ -303,10 +342,12 @@ class _Replay:
                     )
         if copies:
             self._run_copies(t, copies, hold)
-        for device in self.live:
-            if self.live[device] != keep[device]:
-                self.live[device] = set(keep[device])
+        for device in sorted(self.holding | set(keep), key=order.__getitem__):
+            kept = keep.get(device, set())
+            if self.live[device] != kept:
+                self.live[device] = set(kept)
                 self._record(device)
+        self.holding = {device for device in keep if self.live[device]}
 
     # ----- offloading (docs/spec-notes.md, "Offloading") ----------------------------------
     def _check_copy(self, t: int, i: int, target: str, here: bool) -> None:
@@ -327,8 +368,8 @@ class _Replay:
         its bytes on the target from the start of the copy.
         """
         g = self.graph
-        for device in self.live:
-            held = self.live[device] & hold[device]
+        for device in sorted(self.holding, key=g.device_index.__getitem__):
+            held = self.live[device] & hold.get(device, set())
             if held != self.live[device]:
                 self.live[device] = held
                 self._record(device)
@@ -351,6 +392,7 @@ class _Replay:
                     **where,
                 )
             self.live[target].add(i)
+            self.holding.add(target)
             used = self._record(target)
             budget = g.device(target).activation_budget
             if used > budget:
@@ -441,7 +483,8 @@ class _Replay:
         copies = self._transfer_inputs(t, k, op)
         transient = tuple(i for i, _ in copies) + (k,)
         workspace = int(g.workspace[k])
-        used = self._record(d, transient, workspace)
+        used = self._record(d, transient, workspace, pin=True)
+        step = self.pinned[d]
         budget = g.device(d).activation_budget
         if used > budget:
             resident = used - workspace - sum(int(g.memory[i]) for i in transient)
@@ -468,10 +511,11 @@ class _Replay:
         duration = float(g.cost[g.device_index[d], k])
         self.now += duration
         self.live[d].add(k)
+        self.holding.add(d)
         freed = []
         for i in g.inputs[k]:
             source = op.source_of(g.nodes[i].id)
-            if last_use.get((source, i)) == p and i not in hold[source]:
+            if last_use.get((source, i)) == p and i not in hold.get(source, ()):
                 self.live[source].discard(i)
                 freed.append((source, g.nodes[i].id))
         self.ops.append(
@@ -486,6 +530,7 @@ class _Replay:
                 used,
                 tuple(freed),
                 workspace,
+                step,
             )
         )
         for device in {d, *(s for s, _ in freed)}:
@@ -533,6 +578,79 @@ class _Replay:
             )
             self.now += ms
         return copies
+
+
+class _Curves(Mapping[str, MemoryCurve]):
+    """Every device's curve, in the graph's device order; a device that held nothing shares
+    one flat curve, made when asked for (a replay of a baseline on one of 1,000 devices
+    built 1,000 curves)."""
+
+    def __init__(self, built: dict[str, MemoryCurve], devices: Mapping[str, int]):
+        self._built, self._devices = built, devices
+
+    def __getitem__(self, device: str) -> MemoryCurve:
+        curve = self._built.get(device)
+        if curve is not None:
+            return curve
+        if device in self._devices:
+            return _unused_curve(device)
+        raise KeyError(device)
+
+    def __iter__(self):
+        return iter(self._devices)
+
+    def __len__(self) -> int:
+        return len(self._devices)
+
+
+class _PerDevice(dict):
+    """A dict that makes a device's entry on first use (``factory()``)."""
+
+    def __init__(self, factory) -> None:
+        super().__init__()
+        self.factory = factory
+
+    def __missing__(self, device: str):
+        value = self[device] = self.factory()
+        return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _unused_curve(device: str) -> MemoryCurve:
+    """The curve of a device that held nothing: 0 bytes from time 0 (read-only arrays, one
+    per device name, shared by every timeline)."""
+    times, zeros = np.zeros(1, dtype=float), np.zeros(1, dtype=np.int64)
+    times.setflags(write=False)
+    zeros.setflags(write=False)
+    return MemoryCurve(device, times, zeros, ((),), zeros)
+
+
+def add_step(history: list, entry: tuple, *, last_pinned: bool = False) -> None:
+    """Add ``entry`` to a device's memory ``history`` (tuples ``(time, bytes, ...)`` in
+    order, as the simulator and the concurrent estimate record them).
+
+    A zero-width step is a step. A state recorded at the same instant as the last one used to
+    overwrite it, and lost the memory held during a zero-cost operation: ``a`` (100 B) ->
+    ``b`` (100 B, cost 0) -> ``c`` (1 B) peaks at 200 B while ``b`` runs, and the curve said
+    101 B. The last state is replaced only when it lasted no time, is not an operation's own
+    state (``last_pinned``), and is no higher than the state before it or ``entry``: such a
+    state can set no peak (the maximum over every state recorded is always the curve's
+    maximum) and has no width to draw. Everything else is kept as a step of zero width.
+
+    Examples
+    --------
+    >>> history = [(0.0, 0)]
+    >>> for entry in [(0.0, 100), (1.0, 100), (1.0, 200), (1.0, 100), (1.0, 101), (2.0, 1)]:
+    ...     add_step(history, entry)
+    >>> history
+    [(0.0, 100), (1.0, 200), (1.0, 101), (2.0, 1)]
+    """
+    if history and history[-1][0] == entry[0] and not last_pinned:
+        before = history[-2][1] if len(history) > 1 else entry[1]
+        if history[-1][1] <= max(before, entry[1]):
+            history[-1] = entry
+            return
+    history.append(entry)
 
 
 def offload_ms(graph: Graph, i: int, source: str, target: str) -> float:

@@ -9,6 +9,11 @@ Same exit statuses and one-line errors as ``import-torch`` (spec/formats.md): 0 
 
 from __future__ import annotations
 
+import os
+import sys
+
+from solver.document.atomic import check_writable
+from solver.errors import XEngineError, printable
 from solver.importers.cli import add_platform_arguments, parse_shape, write_imported
 from solver.importers.hardware import make_platform
 from solver.importers.usage import OneLineParser
@@ -50,10 +55,27 @@ def import_onnx_command(argv: list[str]) -> int:
         return 0 if exc.code in (0, None) else 2
     from solver.importers.onnx_import import import_onnx
 
-    platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
-    return write_imported(
-        lambda: import_onnx(
-            args.path, level=args.level, devices=platform, input_shape=args.input, name=args.name
-        ),
-        args.output,
-    )
+    try:
+        if args.output:
+            check_writable(args.output)  # before the import
+        platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)
+        return write_imported(
+            lambda: import_onnx(
+                args.path, level=args.level, devices=platform, input_shape=args.input,
+                name=args.name,
+            ),
+            args.output,
+        )  # fmt: skip
+    except XEngineError as exc:  # the output path, the platform's specs
+        print(printable(f"error: {exc}"), file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if os.environ.get("XENGINE_DEBUG"):
+            raise
+        what = printable(f"{type(exc).__name__}: {exc}")[:300]
+        print(
+            f"error: {printable(args.path)}: the ONNX importer failed ({what}); please report "
+            "it with the file",
+            file=sys.stderr,
+        )
+        return 2

@@ -28,6 +28,7 @@ from solver.importers._deps import require_onnx
 from solver.importers.assemble import assemble_graph
 from solver.importers.costmodel import CostModel, resolve_cost_models
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
+from solver.importers.onnx_checks import check_input_shape, check_modelable, read_onnx
 from solver.importers.onnx_walk import OnnxWalker, tensor_types
 from solver.importers.ops import OpGraph
 
@@ -46,10 +47,12 @@ def onnx_ops(
     MissingDependencyError
         Without the ``onnx`` package.
     GraphFormatError
-        If the file cannot be read, is not ONNX, or shapes cannot be inferred.
+        If the file cannot be read, is not ONNX, has an operator that cannot be modelled
+        (:mod:`solver.importers.onnx_checks`), or shapes cannot be inferred.
     """
     onnx = require_onnx("the ONNX importer")
-    model = _load(onnx, Path(path))
+    model = read_onnx(onnx, Path(path))
+    check_modelable(onnx, model, str(path))  # as exported: a new batch size shows in shapes
     data = model.graph.input[0]
     if input_shape is not None:
         dims = data.type.tensor_type.shape.dim
@@ -60,10 +63,18 @@ def onnx_ops(
                 where=f"input '{data.name}'",
                 fix="give a shape of the right rank",
             )
+        check_input_shape(input_shape, _itemsize(onnx, data), str(path))
         for dim, size in zip(dims, input_shape, strict=True):
             dim.Clear()
             dim.dim_value = size
-    model = onnx.shape_inference.infer_shapes(model, data_prop=True)  # shapes computed in-graph
+    try:  # shapes computed in-graph
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as exc:  # noqa: BLE001 - onnx's C++ errors share no Python base class
+        raise GraphFormatError(
+            f"shape inference failed: {' '.join(str(exc).split())[:300]}",
+            path=str(path),
+            fix="re-export the model with fixed input sizes",
+        ) from None
     types = tensor_types(onnx, model)
     walker = OnnxWalker(model.graph, types, data.name, str(path))
     ops = walker.walk()
@@ -83,21 +94,9 @@ def onnx_ops(
     )
 
 
-def _load(onnx, path: Path):
-    from google.protobuf.message import DecodeError  # protobuf comes with onnx
-
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except OSError as exc:
-        raise GraphFormatError(
-            exc.strerror or str(exc), path=str(path), fix="check the path"
-        ) from None
-    except DecodeError:
-        model = None
-    if model is None or not model.graph.node or not model.graph.input:
-        raise GraphFormatError("not an ONNX model (or an empty graph)", path=str(path),
-                               fix="export it with torch.onnx.export or onnx.save")  # fmt: skip
-    return model
+def _itemsize(onnx, value_info) -> int:
+    elem_type = value_info.type.tensor_type.elem_type
+    return onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize if elem_type else 4
 
 
 def import_onnx(
@@ -125,4 +124,7 @@ def import_onnx(
         ops.itemsize,
         {"source": Path(path).name, **ops.meta},
     )
-    return assemble_graph(ops, platform, models, level=level)
+    try:
+        return assemble_graph(ops, platform, models, level=level)
+    except GraphFormatError as exc:  # e.g. sizes beyond what a graph file may hold
+        raise exc.with_path(str(path)) if exc.path is None else exc from None

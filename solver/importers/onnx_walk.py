@@ -122,6 +122,15 @@ class OnnxWalker:
         outputs = [o for o in node.output if o]
         if node.op_type == "BatchNormalization":
             self.buffers.update(inputs[3:5])
+        if active and outputs[0] not in self.types:
+            # an untyped output used to be taken for a static tensor: the node and all after
+            # it vanished from the graph (onnx_checks refuses the known causes first)
+            raise GraphFormatError(
+                f"shape inference could not give its output {outputs[0]!r} a type",
+                path=self.path,
+                where=f"node {node.name or outputs[0]!r} (op {node.op_type})",
+                fix="export the network with standard ONNX operators and fixed input sizes",
+            )
         if not active or node.op_type in ("Shape", "Constant") or not self._is_float(outputs[0]):
             self.producer.update(dict.fromkeys(outputs, _STATIC))
             if any(i in self.weights for i in inputs):
@@ -221,7 +230,7 @@ class OnnxWalker:
                 "shape inference left this tensor's shape unknown",
                 path=self.path,
                 where=f"tensor '{tensor}'",
-                fix="export with fixed input sizes, or pass input_shape",
+                fix="export with fixed input sizes, or give its shape with --input SHAPE",
             )
         return self.types[tensor]
 

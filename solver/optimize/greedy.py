@@ -130,12 +130,27 @@ def chen_heterogeneous(graph: Graph, repairs: int = 24) -> BaselineResult:
     method = "chen-heterogeneous"
     for _ in range(repairs + 1):
         keep_all = schedule_with_checkpoints(graph, placement, lambda i, t, r: True, method)
+        tries = _affordable_tries(keep_all)
         found = best_fitting(
-            graph, [keep_all, *chen_greedy_candidates(graph, placement, 24, method)]
+            graph, [keep_all, *chen_greedy_candidates(graph, placement, tries, method)]
         )
         if found.schedule is not None or not _move_off(graph, placement, found.violations):
             return found
     return found
+
+
+MAX_KEPT_ENTRIES = 40_000_000
+"""Kept-tensor entries (a tensor kept on a device into a stage) that the candidates of
+:func:`chen_heterogeneous` may hold at once, about 1 GB: they are all built before they are
+replayed, and on a 10,000-node graph with long edges each held 25 million (the 25 of them
+ran out of 10 GiB)."""
+
+
+def _affordable_tries(keep_all: Schedule) -> int:
+    """Chen's 24 segment sizes, or fewer when that many schedules like ``keep_all`` (the
+    largest: it keeps everything) would not fit in :data:`MAX_KEPT_ENTRIES`."""
+    entries = sum(len(ids) for stage in keep_all.stages for ids in stage.keep.values())
+    return max(1, min(24, MAX_KEPT_ENTRIES // max(entries, 1) - 1))
 
 
 def _move_off(graph: Graph, placement: list[str], violations) -> bool:

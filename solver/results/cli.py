@@ -16,10 +16,17 @@ import json
 import sys
 from pathlib import Path
 
-from solver.document.atomic import atomic_write_text
+from solver.document.atomic import atomic_write_text, check_writable
+from solver.document.json_io import write_json
 from solver.document.units import format_ms, format_size
 from solver.errors import XEngineError
-from solver.results.store import ResultStore, StoredRow, default_store_path
+from solver.results.store import (
+    MAX_ROW_ID,
+    DamagedRow,
+    ResultStore,
+    StoredRow,
+    default_store_path,
+)
 
 __all__ = ["add_results_parser", "cmd_results"]
 
@@ -39,7 +46,7 @@ def add_results_parser(sub: argparse._SubParsersAction) -> None:
     list_p.add_argument("--graph", help="only this graph (a file or bundled name)")
     list_p.add_argument("--method", help="only this method, e.g. xengine or checkmate:gpu")
     show_p = actions.add_parser("show", help="one stored solve in full")
-    show_p.add_argument("id", type=int)
+    show_p.add_argument("id", type=_row_id)
     show_p.add_argument("-o", "--output", help="write its schedule JSON here")
     show_p.add_argument("--json", action="store_true", help="print one JSON object")
     export_p = actions.add_parser("export", help="every row as CSV or JSON (by suffix)")
@@ -49,6 +56,19 @@ def add_results_parser(sub: argparse._SubParsersAction) -> None:
     prune_p.add_argument("--method")
     prune_p.add_argument("--all", action="store_true", help="delete every row")
     parser.set_defaults(run=cmd_results)
+
+
+def _row_id(text: str) -> int:
+    """A row id as SQLite can hold one (a larger integer overflowed the driver)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a row id") from None
+    if not 1 <= value <= MAX_ROW_ID:
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not a row id (ids run from 1 to {MAX_ROW_ID}; see 'results list')"
+        )
+    return value
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -80,7 +100,7 @@ def _list(store: ResultStore, args: argparse.Namespace) -> int:
         f"{'status':<10} {'time':>10} {'limit':>7}"
     )
     for row in rows:
-        limit = "any" if row.final else f"{row.time_limit_s:g} s"
+        limit = "any" if row.final else f"{row.time_limit_s or 0:g} s"
         total = format_ms(row.total_ms) if row.total_ms is not None else "-"
         print(
             f"{row.id:>5}  {_when(row.created):<16} {row.graph_name[:20]:<20} "
@@ -92,15 +112,26 @@ def _list(store: ResultStore, args: argparse.Namespace) -> int:
 
 
 def _show(store: ResultStore, args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(args.output)
     row = store.row(args.id)
     if row is None:
-        print(f"error: no stored solve with id {args.id}; see 'results list'", file=sys.stderr)
+        what = f"no stored solve with id {args.id}"
+        if args.id in store.damaged:
+            what = f"stored solve {args.id} is damaged (see the warning)"
+        print(f"error: {what}; see 'results list'", file=sys.stderr)
         return 1
     if args.output:
-        if row.schedule is None:
+        try:
+            doc = row.schedule_doc()
+        except DamagedRow as exc:
+            store.report_damaged(exc)
+            print(f"error: stored solve {row.id} has a damaged schedule", file=sys.stderr)
+            return 1
+        if doc is None:
             print(f"error: solve {row.id} has no schedule ({row.status})", file=sys.stderr)
             return 1
-        atomic_write_text(args.output, json.dumps(json.loads(row.schedule), indent=1) + "\n")
+        write_json(doc, args.output)  # as a schedule file: refused past what check reads
     if args.json:
         print(json.dumps(row.to_dict(with_schedule=False), indent=1))
         return 0
@@ -118,9 +149,17 @@ def _show(store: ResultStore, args: argparse.Namespace) -> int:
 
 
 def _export(store: ResultStore, args: argparse.Namespace) -> int:
+    check_writable(args.output)
     rows = store.rows()
     if str(args.output).lower().endswith(".json"):
-        text = json.dumps([row.to_dict() for row in rows], indent=1) + "\n"
+        docs = []
+        for row in rows:
+            try:
+                docs.append(row.to_dict())
+            except DamagedRow as exc:
+                store.report_damaged(exc)
+        rows = [row for row in rows if row.id not in store.damaged]
+        text = json.dumps(docs, indent=1) + "\n"
     else:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

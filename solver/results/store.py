@@ -7,11 +7,15 @@ optimal, proven infeasible, or a deterministic heuristic), else only for limits 
 a caller may still show a shorter-limit row at once, and say so, while it solves again.
 
 Several processes (sweep workers, the GUI, a second terminal) share the file: it is in WAL mode,
-writers take the lock up front (``BEGIN IMMEDIATE``), wait up to ``timeout_s`` for it and retry
-a few times. A store that cannot be opened, is corrupt or stays locked never raises and never
-loses a solve: the operation is skipped, one warning line is logged, and the caller carries on
-with its own result. Stored schedules are replayed by the simulator when loaded; a row that
-does not replay to its stored time is reported, skipped and removed.
+writers take the lock up front (``BEGIN IMMEDIATE``) and wait up to ``timeout_s`` in all for
+it. A store that cannot be opened, is corrupt or stays locked never raises and never loses a
+solve: the operation is skipped, one warning line is logged, and the caller carries on with its
+own result. Once a store stayed locked for a whole ``timeout_s``, later operations of the same
+process try it once without waiting (a locked store used to add 16 s to every operation: 61 s
+for a 2-step sweep). A damaged row (garbage JSON, a text in a number column, a list where a map
+belongs) is skipped with one warning line naming it, and every command works on the others.
+Stored schedules are replayed by the simulator when loaded; a row that does not replay to its
+stored time is reported, skipped and removed.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import random
 import sqlite3
+import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -30,6 +37,7 @@ from typing import TypeVar
 
 from solver.document.graph import Graph
 from solver.document.schedule_io import schedule_from_dict, schedule_to_dict
+from solver.document.units import MAX_SIZE
 from solver.errors import XEngineError
 from solver.execution.simulate import simulate
 from solver.optimize.solve import SolveOptions, SolveResult
@@ -41,6 +49,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "StoredResult",
     "StoredRow",
+    "DamagedRow",
     "ResultStore",
     "default_store_path",
 ]
@@ -75,6 +84,10 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE INDEX IF NOT EXISTS results_graph ON results (graph_hash);
 PRAGMA user_version = {SCHEMA_VERSION};
 """
+MAX_ROW_ID = 2**63 - 1
+"""SQLite's largest integer: a larger id is no row (it used to overflow the driver)."""
+LATEST_TIME = 253402300799.0
+"""9999-12-31: a ``created`` time beyond any the clock gives (and datetime can show)."""
 T = TypeVar("T")
 
 
@@ -125,13 +138,39 @@ class StoredRow:
         """Reusable under any time limit (proven, or a deterministic heuristic)."""
         return is_deterministic(self.method) or self.status in {s.value for s in _FINAL}
 
+    def schedule_doc(self) -> dict | None:
+        """The stored schedule document, or ``None`` without one.
+
+        Raises
+        ------
+        DamagedRow
+            When the stored text is not a JSON object.
+        """
+        if self.schedule is None:
+            return None
+        try:
+            doc = json.loads(self.schedule)
+        except (ValueError, RecursionError):
+            doc = None
+        if not isinstance(doc, dict):
+            raise DamagedRow(self.id, "column 'schedule' is not a JSON object")
+        return doc
+
     def to_dict(self, with_schedule: bool = True) -> dict:
         """The row as plain JSON-able data (the schedule parsed, when kept)."""
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        data["schedule"] = json.loads(self.schedule) if with_schedule and self.schedule else None
+        data["schedule"] = self.schedule_doc() if with_schedule else None
         if not with_schedule:
             del data["schedule"]
         return data
+
+
+class DamagedRow(ValueError):
+    """A stored row whose columns do not hold what the store writes (skipped, never shown)."""
+
+    def __init__(self, row_id: object, reason: str):
+        super().__init__(f"row {row_id} is damaged ({reason}); skipped")
+        self.row_id, self.reason = row_id, reason
 
 
 @dataclass(frozen=True)
@@ -167,11 +206,18 @@ class ResultStore:
     logging one warning when the database cannot be used; ``problem`` keeps the last one.
     """
 
-    def __init__(self, path: str | os.PathLike, timeout_s: float = 5.0, retries: int = 3):
+    _locked: set[str] = set()
+    """Stores this process found locked for a whole ``timeout_s`` (shared by every instance:
+    the CLI and each sweep worker open one per operation); tried without waiting until free."""
+    _locked_guard = threading.Lock()
+
+    def __init__(self, path: str | os.PathLike, timeout_s: float = 2.0, retries: int = 3):
         self.path = Path(path)
         self.timeout_s = timeout_s
         self.retries = retries
         self.problem: str | None = None
+        self.damaged: set[int | str] = set()
+        """Ids of the damaged rows skipped so far (each reported once)."""
         self._ready = False
 
     # ----- writing ------------------------------------------------------------------------------
@@ -186,7 +232,7 @@ class ResultStore:
         key = result_key(graph, method, options)
         values = _row_values(graph, key, options, result)
         return self._guarded(
-            "store a result", False, lambda db: _replace_if_better(db, values), create=True
+            "store a result", False, lambda db: self._replace_if_better(db, values), create=True
         )
 
     def prune(
@@ -218,7 +264,7 @@ class ResultStore:
         rows: list[StoredRow] = self._guarded(
             "look up a result",
             [],
-            lambda db: _fetch(db, "WHERE key = ?", (key.digest,)),
+            lambda db: self._fetch(db, "WHERE key = ?", (key.digest,)),
         )
         if not rows:
             return None
@@ -242,13 +288,15 @@ class ResultStore:
             args.append(method)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         none: list[StoredRow] = []
-        return self._guarded("read results", none, lambda db: _fetch(db, where, tuple(args)))
+        return self._guarded("read results", none, lambda db: self._fetch(db, where, tuple(args)))
 
     def row(self, row_id: int) -> StoredRow | None:
-        """The row with id ``row_id``, or ``None``."""
+        """The row with id ``row_id``, or ``None`` (also for a damaged row, reported)."""
+        if not 0 < row_id <= MAX_ROW_ID:
+            return None
         none: list[StoredRow] = []
         found = self._guarded(
-            "read a result", none, lambda db: _fetch(db, "WHERE id = ?", (row_id,))
+            "read a result", none, lambda db: self._fetch(db, "WHERE id = ?", (row_id,))
         )
         return found[0] if found else None
 
@@ -260,35 +308,98 @@ class ResultStore:
         action: Callable[[sqlite3.Connection], T],
         create: bool = False,
     ) -> T:
-        """Run ``action`` on a fresh connection, retrying while locked; never raise.
+        """Run ``action`` on a fresh connection, waiting at most ``timeout_s`` in all for a
+        lock (retrying what fails at once); never raise.
 
         Only writers (``create``) make a missing database: a lookup in a store that does not
         exist yet costs one ``stat``, no file and no fsync (the GUI looks up on its thread).
+        A path that is no regular file (a folder, a FIFO, a device) is refused before SQLite
+        opens it: a FIFO blocked the open forever.
         """
-        if not create and not self.path.exists():
+        try:
+            mode = self.path.stat().st_mode
+        except OSError:
+            mode = None
+        if mode is None and not create:
             return default
+        if mode is not None and not stat.S_ISREG(mode):
+            self._report(f"cannot {what}: not a regular file (a folder, device or pipe)")
+            return default
+        key = os.path.realpath(self.path)
+        was_locked = key in self._locked
+        deadline = time.monotonic() + (0.0 if was_locked else self.timeout_s)
         for attempt in range(self.retries):
             try:
-                with self._connect() as db:
-                    return action(db)
+                with self._connect(max(deadline - time.monotonic(), 0.0)) as db:
+                    result = action(db)
+                if was_locked:
+                    with self._locked_guard:
+                        self._locked.discard(key)
+                return result
             except sqlite3.OperationalError as exc:
                 locked = "locked" in str(exc) or "busy" in str(exc)
-                if locked and attempt + 1 < self.retries:
-                    time.sleep(0.05 * 2**attempt * (1 + random.random()))
+                pause = 0.05 * 2**attempt * (1 + random.random())
+                if locked and attempt + 1 < self.retries and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
                     continue
+                if locked:
+                    with self._locked_guard:
+                        self._locked.add(key)
+                    if was_locked:  # reported when it was found locked; still is
+                        self.problem = f"cannot {what}: {exc}"
+                        break
+                    exc = sqlite3.OperationalError(
+                        f"{exc} for {self.timeout_s:g} s; until it is free, this process "
+                        "tries it once without waiting"
+                    )
                 self._report(f"cannot {what}: {exc}")
             except (sqlite3.Error, OSError) as exc:
                 self._report(f"cannot {what}: {exc}")
             break
         return default
 
+    def _fetch(self, db: sqlite3.Connection, where: str, args: tuple) -> list[StoredRow]:
+        """The rows matching ``where``, newest first; a damaged row is reported and skipped."""
+        cursor = db.execute(f"SELECT id, {_COLUMNS} FROM results {where}", args)
+        rows = []
+        for values in cursor.fetchall():
+            try:
+                rows.append(_row(values))
+            except DamagedRow as exc:
+                self.report_damaged(exc)
+        rows.sort(key=lambda row: row.created, reverse=True)
+        return rows
+
+    def report_damaged(self, exc: DamagedRow) -> None:
+        """Log one warning line for a damaged row (once per row and store)."""
+        if exc.row_id in self.damaged:
+            return
+        self.damaged.add(exc.row_id)  # type: ignore[arg-type]
+        logger.warning(
+            "result store %s: %s (the other rows are used; a new solve of the same problem "
+            "replaces it)",
+            self.path,
+            exc,
+        )
+
+    def _replace_if_better(self, db: sqlite3.Connection, values: dict) -> bool:
+        with _write(db):
+            old = self._fetch(db, "WHERE key = ?", (values["key"],))
+            if old and not _better(values, old[0]):
+                return True
+            # also replaces a damaged row of the same key (skipped by the fetch)
+            db.execute("DELETE FROM results WHERE key = ?", (values["key"],))
+            marks = ", ".join("?" for _ in values)
+            db.execute(f"INSERT INTO results ({_COLUMNS}) VALUES ({marks})", tuple(values.values()))
+        return True
+
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, patience_s: float) -> Iterator[sqlite3.Connection]:
         if not self._ready:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=patience_s, isolation_level=None)
         try:
-            db.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            db.execute(f"PRAGMA busy_timeout = {int(patience_s * 1000)}")
             db.execute("PRAGMA synchronous = NORMAL")  # WAL: durable but for a power cut
             if not self._ready:
                 _prepare(db)
@@ -361,17 +472,6 @@ def _row_values(graph: Graph, key: ResultKey, options: SolveOptions, result: Sol
     }
 
 
-def _replace_if_better(db: sqlite3.Connection, values: dict) -> bool:
-    with _write(db):
-        old = _fetch(db, "WHERE key = ?", (values["key"],))
-        if old and not _better(values, old[0]):
-            return True
-        db.execute("DELETE FROM results WHERE key = ?", (values["key"],))
-        marks = ", ".join("?" for _ in values)
-        db.execute(f"INSERT INTO results ({_COLUMNS}) VALUES ({marks})", tuple(values.values()))
-    return True
-
-
 def _better(new: dict, old: StoredRow) -> bool:
     new_final = is_deterministic(new["method"]) or new["status"] in {s.value for s in _FINAL}
     if old.final != new_final:
@@ -381,16 +481,66 @@ def _better(new: dict, old: StoredRow) -> bool:
     return (new["time_limit_s"] or 0.0) >= (old.time_limit_s or 0.0)
 
 
-def _fetch(db: sqlite3.Connection, where: str, args: tuple) -> list[StoredRow]:
-    cursor = db.execute(f"SELECT id, {_COLUMNS} FROM results {where} ORDER BY created DESC", args)
-    return [_row(values) for values in cursor.fetchall()]
+_TEXT = ("key", "graph_hash", "graph_name", "method", "backend", "status", "message")
+_NUMBER = ("seconds", "build_seconds", "created")
+_OPTIONAL_NUMBER = ("gap_rel", "time_limit_s", "objective", "bound", "gap", "total_ms")
+_COUNT = ("variables", "constraints")
+_STATUSES = {status.value for status in SolveStatus}
 
 
 def _row(values: tuple) -> StoredRow:
+    """A :class:`StoredRow` from one ``SELECT``, every column checked for what ``put`` writes.
+
+    SQLite keeps whatever a column is given (a text in an INTEGER column stays a text), so a
+    row damaged by hand or by another program is refused here, as :class:`DamagedRow`.
+    """
     names = ["id", *(name.strip() for name in _COLUMNS.split(","))]
     data = dict(zip(names, values, strict=True))
-    data["budgets"] = json.loads(data["budgets"])
+    row_id = data["id"]
+
+    def damaged(column: str, expected: str) -> DamagedRow:
+        found = type(data[column]).__name__ if data[column] is not None else "NULL"
+        return DamagedRow(row_id, f"column {column!r} holds {found}, not {expected}")
+
+    for column in _TEXT:
+        if not isinstance(data[column], str):
+            raise damaged(column, "a text")
+    if data["status"] not in _STATUSES:
+        raise DamagedRow(row_id, f"column 'status' holds an unknown status {data['status']!r}")
+    for column in _NUMBER + _OPTIONAL_NUMBER:
+        value = data[column]
+        if value is None and column in _OPTIONAL_NUMBER:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise damaged(column, "a number")
+    if not 0 <= data["created"] <= LATEST_TIME:
+        raise DamagedRow(row_id, f"column 'created' holds {data['created']!r}, not a time")
+    for column in (*_COUNT, "threads"):
+        value = data[column]
+        if value is None and column == "threads":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
+            raise damaged(column, "a count")
+    if data["schedule"] is not None and not isinstance(data["schedule"], str):
+        raise damaged("schedule", "a JSON text")
+    data["budgets"] = _budgets(row_id, data["budgets"])
     return StoredRow(**data)
+
+
+def _budgets(row_id: object, text: object) -> dict[str, int]:
+    try:
+        budgets = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        budgets = None
+    if not isinstance(budgets, dict) or not all(
+        isinstance(device, str)
+        and not isinstance(size, bool)
+        and isinstance(size, int)
+        and 0 <= size <= MAX_SIZE
+        for device, size in budgets.items()
+    ):
+        raise DamagedRow(row_id, "column 'budgets' is not a JSON map of devices to bytes")
+    return budgets
 
 
 def _delete(db: sqlite3.Connection, row_id: int) -> int:
