@@ -502,9 +502,7 @@ class _Repair:
         g = self.g
         s = int(np.argmax(self.over))
         d = int(np.argmax(self.peak[s] - self.budget))
-        mine = sorted(
-            (k for k in self.ops[s] if self.place[k] == d), key=lambda k: -self.size[k]
-        )
+        mine = sorted((k for k in self.ops[s] if self.place[k] == d), key=lambda k: -self.size[k])
         for k in mine:
             need = node_requirement(g, k)
             others = [

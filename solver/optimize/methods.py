@@ -101,7 +101,7 @@ def solve(
         started = time.perf_counter()
         found = best_heterogeneous(graph)
         return _from_baseline(graph, "greedy", found, time.perf_counter() - started)
-    results = []
+    results: list[SolveResult] = []
     deadline = time.monotonic() + options.time_limit_s
     for number, device in enumerate(devices):
         if cancel is not None and cancel.is_set():
