@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,7 +90,10 @@ class MemoryCurve:
     device: str
     times: np.ndarray
     bytes: np.ndarray
-    resident: tuple[tuple[str, ...], ...]
+    resident: Sequence[tuple[str, ...]]
+    """Per step, the names of the tensors in use, sorted by node (then an operation's output
+    and copied inputs): a :class:`Residents` read back from the replay's change log when
+    asked, or any sequence of tuples."""
     workspace: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
@@ -251,10 +254,10 @@ class _Replay:
 
     graph: Graph
     now: float = 0.0
-    live: dict[str, set[int]] = field(default_factory=dict)
+    live: dict[str, _Held] = field(default_factory=dict)
     ops: list[OpEvent] = field(default_factory=list)
     transfers: list[TransferEvent] = field(default_factory=list)
-    steps: dict[str, list[tuple[float, int, tuple[str, ...], int]]] = field(default_factory=dict)
+    steps: dict[str, list[tuple[float, int, _Snapshot, int]]] = field(default_factory=dict)
     pinned: dict[str, int] = field(default_factory=dict)
     """Per device, the index of the latest operation's own step (:func:`add_step` keeps it)."""
     holding: set[str] = field(default_factory=set)
@@ -263,8 +266,18 @@ class _Replay:
     def __post_init__(self) -> None:
         # devices are added as they are used (a graph may have 1,000 devices; a baseline
         # uses one): see __missing__ of _PerDevice
-        self.live = _PerDevice(set)
-        self.steps = _PerDevice(lambda: [(0.0, 0, (), 0)])
+        sizes = [int(m) for m in self.graph.memory]
+        self.sizes = sizes
+        self.live = _PerDevice(lambda: _Held(sizes))
+        self.steps = _PerDevice(lambda: [(0.0, 0, _Snapshot(0, ()), 0)])
+
+    def _replace(self, device: str, ids: set[int]) -> None:
+        """``device`` holds exactly ``ids`` from now on (logged like single changes)."""
+        held = self.live[device]
+        for i in sorted(held - ids):
+            held.discard(i)
+        for i in sorted(ids - held):
+            held.add(i)
 
     # ----- bookkeeping ---------------------------------------------------------------------
     def _record(
@@ -273,9 +286,10 @@ class _Replay:
         """Record the memory in use on ``device`` from now on: the resident tensors, the
         ``extra`` ones (an operation's output and copied inputs) and a running workspace.
         ``pin``: the state of an operation while it runs, kept even when it lasts no time."""
-        ids = sorted(self.live[device]) + list(extra)
-        used = int(sum(int(self.graph.memory[i]) for i in ids)) + workspace
-        names = tuple(self.graph.nodes[i].id for i in ids)
+        held = self.live[device]
+        used = held.bytes + sum(self.sizes[i] for i in extra) + workspace
+        # which tensors: a place in the device's change log, read back only when asked
+        names = _Snapshot(len(held.log), tuple(extra))
         history = self.steps[device]
         last_pinned = self.pinned.get(device) == len(history) - 1
         add_step(history, (self.now, used, names, workspace), last_pinned=last_pinned)
@@ -285,12 +299,14 @@ class _Replay:
 
     def timeline(self, violation: ScheduleViolation | None) -> Timeline:
         built = {}
+        ids = [node.id for node in self.graph.nodes]
         for name, history in self.steps.items():
-            if history != [(0.0, 0, (), 0)]:
+            if len(history) > 1 or history[0][:2] != (0.0, 0):
                 times = np.array([h[0] for h in history], dtype=float)
                 used = np.array([h[1] for h in history], dtype=np.int64)
                 workspace = np.array([h[3] for h in history], dtype=np.int64)
-                resident = tuple(h[2] for h in history)
+                log = self.live[name].log
+                resident = Residents([h[2] for h in history], log, ids)
                 built[name] = MemoryCurve(name, times, used, resident, workspace)
         return Timeline(
             graph=self.graph.name,
@@ -345,7 +361,7 @@ class _Replay:
         for device in sorted(self.holding | set(keep), key=order.__getitem__):
             kept = keep.get(device, set())
             if self.live[device] != kept:
-                self.live[device] = set(kept)
+                self._replace(device, kept)
                 self._record(device)
         self.holding = {device for device in keep if self.live[device]}
 
@@ -371,7 +387,7 @@ class _Replay:
         for device in sorted(self.holding, key=g.device_index.__getitem__):
             held = self.live[device] & hold.get(device, set())
             if held != self.live[device]:
-                self.live[device] = held
+                self._replace(device, held)
                 self._record(device)
         for i, source, target in copies:
             name = g.nodes[i].id
@@ -601,6 +617,109 @@ class _Curves(Mapping[str, MemoryCurve]):
 
     def __len__(self) -> int:
         return len(self._devices)
+
+
+class _Held(set):
+    """The tensors resident on one device, with their bytes and a log of every change.
+
+    The replay used to sum and name the resident tensors at every step: O(steps x resident),
+    seconds for a 2,000-node schedule and most of a replay's time. Now each step stores only
+    a place in this log (:class:`_Snapshot`), and :class:`Residents` reads the names back.
+    """
+
+    def __init__(self, sizes: list[int]) -> None:
+        super().__init__()
+        self.sizes = sizes
+        self.bytes = 0
+        self.log: list[tuple[int, bool]] = []
+        """``(tensor, added)`` in the order the changes happened."""
+
+    def add(self, i: int) -> None:
+        if i not in self:
+            super().add(i)
+            self.bytes += self.sizes[i]
+            self.log.append((i, True))
+
+    def discard(self, i: object) -> None:
+        if isinstance(i, int) and i in self:
+            super().discard(i)
+            self.bytes -= self.sizes[i]
+            self.log.append((i, False))
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """A step's tensors: the change log's first ``position`` entries, then ``extra``."""
+
+    position: int
+    extra: tuple[int, ...]
+
+
+class Residents(Sequence):
+    """The tensors in use at each step of a memory curve, read back from the change log.
+
+    Sequential reads (iteration) replay the log once; a random read starts from the nearest
+    of the snapshots taken every :data:`SNAPSHOT_EVERY` log entries on the first one.
+    """
+
+    SNAPSHOT_EVERY = 256
+
+    def __init__(self, steps: list[_Snapshot], log: list[tuple[int, bool]], ids: list[str]):
+        self._steps, self._log, self._ids = steps, log, ids
+        self._snapshots: list[frozenset[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def _names(self, live: set[int] | frozenset[int], extra: tuple[int, ...]) -> tuple[str, ...]:
+        return tuple(self._ids[i] for i in (*sorted(live), *extra))
+
+    def _state(self, position: int) -> set[int]:
+        if self._snapshots is None:
+            self._snapshots = []
+            live: set[int] = set()
+            for at, (i, added) in enumerate(self._log):
+                if at % self.SNAPSHOT_EVERY == 0:
+                    self._snapshots.append(frozenset(live))
+                if added:
+                    live.add(i)
+                else:
+                    live.discard(i)
+        base = position // self.SNAPSHOT_EVERY
+        if base >= len(self._snapshots):
+            base = len(self._snapshots) - 1
+        live = set(self._snapshots[base]) if self._snapshots else set()
+        for i, added in self._log[base * self.SNAPSHOT_EVERY : position]:
+            if added:
+                live.add(i)
+            else:
+                live.discard(i)
+        return live
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        step = self._steps[j]
+        return self._names(self._state(step.position), step.extra)
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        live: set[int] = set()
+        at = 0
+        for step in self._steps:
+            for i, added in self._log[at : step.position]:
+                if added:
+                    live.add(i)
+                else:
+                    live.discard(i)
+            at = max(at, step.position)
+            yield self._names(live, step.extra)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class _PerDevice(dict):
