@@ -35,11 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from solver.cli.execute import with_costs  # noqa: E402
 from solver.document.examples import bundled_graphs  # noqa: E402
 from solver.document.graph_io import load_graph  # noqa: E402
 from solver.document.units import format_size  # noqa: E402
 from solver.executors.aten_runtime import execute_schedule  # noqa: E402
-from solver.executors.cli import with_costs  # noqa: E402
 from solver.executors.fx_runtime import (  # noqa: E402
     execute_fx_schedule,
     measure_fx_times,

@@ -56,7 +56,7 @@ SHARES = (0.6, 0.4)
 
 
 def _budgeted(graph: Graph, share: float) -> Graph:
-    """``gpu=60%`` as solver/cli.py parse_budget reads it: fixed memory + share of the peak."""
+    """``gpu=60%`` as solver.cli.parse_budget reads it: fixed memory + share of the peak."""
     gpu = graph.device("gpu")
     return graph.with_memory_limits({"gpu": gpu.fixed_memory + int(share * no_remat_peak(graph))})
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from solver.cli import main
+from solver.cli.sweep_output import ProgressLine
 from solver.document.examples import bundled_graphs
 from solver.document.graph_io import load_graph
 from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
 from solver.status import SolveStatus
-from solver.sweeps.cli import ProgressLine
 from solver.sweeps.sweep import SweepPoint, run_sweep, sweep_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
