@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     except XEngineError as exc:  # the output path, the platform's specs
         print(printable(f"error: {exc}"), file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+    except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("XENGINE_DEBUG"):
             raise
         what = printable(f"{type(exc).__name__}: {exc}")[:300]

@@ -159,7 +159,7 @@ class _WarningLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             print(printable(f"warning: {record.getMessage()}"), file=sys.stderr)
-        except Exception:  # logging's own contract: never raise from emit
+        except Exception:  # noqa: BLE001 - logging's own contract: never raise from emit
             self.handleError(record)
 
 
