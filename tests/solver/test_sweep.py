@@ -165,8 +165,20 @@ def _sweep_process(tmp_path: Path, jobs: int) -> subprocess.Popen:
 
 
 def _left_running(marker: str) -> list[str]:
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if marker in line]
+    """``PID ARGS`` of each process whose command line holds ``marker``, read from /proc (as
+    ``ps -eo pid,args`` would print them: a bare Debian has no procps)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+        line = args.replace(b"\0", b" ").decode(errors="replace").strip()
+        if marker in line:
+            found.append(f"{entry.name} {line}")
+    return found
 
 
 @pytest.mark.parametrize(
