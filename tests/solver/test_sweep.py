@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from solver.cli import main
+from solver.cli.sweep_output import ProgressLine
 from solver.document.examples import bundled_graphs
 from solver.document.graph_io import load_graph
 from solver.optimize.solve import SolveOptions
 from solver.results.store import ResultStore
 from solver.status import SolveStatus
-from solver.sweeps.cli import ProgressLine
 from solver.sweeps.sweep import SweepPoint, run_sweep, sweep_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,8 +169,20 @@ def _sweep_process(tmp_path: Path, jobs: int) -> subprocess.Popen:
 
 
 def _left_running(marker: str) -> list[str]:
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if marker in line]
+    """``PID ARGS`` of each process whose command line holds ``marker``, read from /proc (as
+    ``ps -eo pid,args`` would print them: a bare Debian has no procps)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+        line = args.replace(b"\0", b" ").decode(errors="replace").strip()
+        if marker in line:
+            found.append(f"{entry.name} {line}")
+    return found
 
 
 @pytest.mark.parametrize(
