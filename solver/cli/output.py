@@ -112,11 +112,18 @@ def print_result(result: SolveResult, concurrent: float | None = None) -> None:
         share = f" ({peak / budget:.0%})" if budget else ""
         print(f"memory     {device}: peak {format_size(peak)} of {format_size(budget)}{share}")
     model = f", {result.formulation}" if result.formulation else ""
-    print(
-        f"solved in  {result.seconds:.2f} s ({result.variables} variables, "
-        f"{result.constraints} constraints{model})"
-    )
-    if result.restricted is not None and result.restricted.proven:
+    if result.variables or result.constraints:
+        size = f"{result.variables} variables, {result.constraints} constraints{model}"
+    elif result.formulation:  # its build stopped at the time limit or on cancel
+        size = f"the {result.formulation} model was not built"
+    else:
+        size = "no model"
+    print(f"solved in  {result.seconds:.2f} s ({size})")
+    if (
+        result.restricted is not None
+        and result.restricted.proven
+        and result.status is not SolveStatus.OPTIMAL  # then it says no more than "optimal"
+    ):
         print(printable(f"restricted {result.restricted.describe()}"))
     if result.advice:
         print(printable(f"advice     {result.advice}"))

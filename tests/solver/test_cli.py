@@ -393,3 +393,23 @@ def test_sweep_csv_neutralises_names_from_the_graph(tmp_path, capsys):
     assert main([*argv, "-o", str(out)]) == 0, capsys.readouterr().err
     rows = list(csv.reader(out.read_text().splitlines()))
     assert rows[1][0] == "'=gpu" and rows[1][1] == "1.0"
+
+
+def test_the_size_line_says_when_no_model_was_built(capsys):
+    from dataclasses import replace
+
+    from solver.cli.output import print_result
+    from solver.document.generators import unit_chain
+    from solver.optimize.methods import solve
+
+    heuristic = solve(unit_chain(4, budget=100), "checkpoint-all")
+    stopped = replace(heuristic, formulation="retention intervals (C=2)")
+    built = replace(stopped, variables=12, constraints=34)
+    for result in (heuristic, stopped, built):
+        print_result(result)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("solved in")]
+    assert [ln.split("(", 1)[1] for ln in lines] == [
+        "no model)",
+        "the retention intervals (C=2) model was not built)",
+        "12 variables, 34 constraints, retention intervals (C=2))",
+    ]
