@@ -31,6 +31,7 @@ whose estimated size would not fit in memory before allocating it.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ __all__ = [
     "build_array_model",
     "cheapest_once",
     "MAX_ROW_UNITS",
+    "BUILD_SHARE_OF_HOST",
+    "FALLBACK_BUILD_BYTES",
+    "default_max_build_bytes",
     "COST_CEILING",
     "ModelBuilder",
     "fits_on",
@@ -72,8 +76,11 @@ MAX_ROW_UNITS = 10**6
 """Budgets above this many units are expressed in a fractional unit (exact, not rounded)."""
 BYTES_PER_NONZERO = 200
 """Peak build memory per coefficient (lists of Python ints and floats, then numpy)."""
-DEFAULT_MEMORY_LIMIT = 8 * 2**30
-"""A third of this machine's 24 GiB: the backend needs room for its own copy and search."""
+BUILD_SHARE_OF_HOST = 1 / 3
+"""The share of the host's physical memory a model build may take by default: the backend
+needs the rest for its own copy of the model and its search."""
+FALLBACK_BUILD_BYTES = 8 * 2**30
+"""The default build limit where the host's physical memory cannot be read."""
 
 
 class ModelTooLarge(XEngineError):
@@ -307,13 +314,31 @@ class ModelBuilder:
 INF = math.inf
 
 
+def default_max_build_bytes() -> int:
+    """Bytes a model build may take unless told: :data:`BUILD_SHARE_OF_HOST` of this host's RAM.
+
+    Read when a build starts, so the same code suits a laptop and a large server; where the
+    platform cannot say (no ``sysconf``), :data:`FALLBACK_BUILD_BYTES`.
+
+    Examples
+    --------
+    >>> default_max_build_bytes() > 0
+    True
+    """
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return FALLBACK_BUILD_BYTES
+    return int(total * BUILD_SHARE_OF_HOST) if total > 0 else FALLBACK_BUILD_BYTES
+
+
 def build_array_model(
     graph: Graph,
     *,
     rounding: str = "relaxed",
     deadline: float | None = None,
     cancel: threading.Event | None = None,
-    memory_limit: int | None = None,
+    max_build_bytes: int | None = None,
     upper_bound: float | None = None,
 ) -> ArrayModel:
     """Build the solved formulation of XEngine's MIQP for ``graph`` under its budgets.
@@ -329,8 +354,8 @@ def build_array_model(
         A ``time.monotonic()`` instant; building stops with :class:`BuildInterrupted` past it.
     cancel : threading.Event, optional
         Building stops with :class:`BuildInterrupted` once it is set.
-    memory_limit : int, optional
-        Bytes the build may take (default :data:`DEFAULT_MEMORY_LIMIT`); a larger estimate
+    max_build_bytes : int, optional
+        Host bytes the build may take (default :func:`default_max_build_bytes`); a larger estimate
         raises :class:`ModelTooLarge` before anything is allocated.
     upper_bound : float, optional
         The cost of a known valid schedule. Runs and copies that alone cost more are left
@@ -344,14 +369,14 @@ def build_array_model(
     >>> model.num_variables > 0, len(model.R)
     (True, 15)
     """
-    memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
+    limit = default_max_build_bytes() if max_build_bytes is None else max_build_bytes
     cols, nonzeros = estimate_size(graph)
     needed = nonzeros * BYTES_PER_NONZERO
-    if needed > memory_limit:
+    if needed > limit:
         raise ModelTooLarge(
             f"the model of '{graph.name}' ({graph.n} nodes, {graph.num_devices} devices) would "
             f"have about {cols:,} variables and {nonzeros:,} coefficients and need about "
-            f"{needed / 2**30:.1f} GiB to build (limit {memory_limit / 2**30:.1f} GiB); "
+            f"{needed / 2**30:.1f} GiB to build (limit {limit / 2**30:.1f} GiB); "
             "coarsen the graph (layer level instead of op level) or use fewer devices"
         )
     model = ArrayModel(graph, memory_units(graph, rounding), LinearProgram.__new__(LinearProgram))

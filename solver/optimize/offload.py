@@ -42,7 +42,6 @@ from solver.document.schedule import Schedule, SolverInfo, Stage
 from solver.execution.simulate import Timeline, offload_ms
 from solver.optimize.miqp import (
     BYTES_PER_NONZERO,
-    DEFAULT_MEMORY_LIMIT,
     INF,
     ArrayModel,
     ModelBuilder,
@@ -53,6 +52,7 @@ from solver.optimize.miqp import (
     add_memory_constraints,
     affordable,
     capped_cost,
+    default_max_build_bytes,
     estimate_size,
     fits_on,
     memory_units,
@@ -87,7 +87,7 @@ def build_offload_model(
     rounding: str = "relaxed",
     deadline: float | None = None,
     cancel: threading.Event | None = None,
-    memory_limit: int | None = None,
+    max_build_bytes: int | None = None,
     upper_bound: float | None = None,
 ) -> OffloadModel:
     """Build XEngine's solved model extended with offloading copies (module docstring).
@@ -102,11 +102,11 @@ def build_offload_model(
     >>> len(model.O)  # one device: nowhere to offload to
     0
     """
-    memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
+    limit = default_max_build_bytes() if max_build_bytes is None else max_build_bytes
     cols, nonzeros = estimate_size(graph)
     pairs = graph.num_devices * max(graph.num_devices - 1, 0)
     nonzeros += pairs * graph.n * graph.n * 4  # O and H columns and their rows, about
-    if nonzeros * BYTES_PER_NONZERO > memory_limit:
+    if nonzeros * BYTES_PER_NONZERO > limit:
         raise ModelTooLarge(
             f"the offloading model of '{graph.name}' ({graph.n} nodes) would have about "
             f"{nonzeros:,} coefficients; coarsen the graph or solve without offloading"

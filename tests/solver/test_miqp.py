@@ -140,11 +140,11 @@ def test_cancel_while_building_is_cancelled_with_the_heuristic_schedule():
 
 def test_a_model_too_large_is_refused_with_its_size_and_advice():
     with pytest.raises(ModelTooLarge, match=r"about [\d,]+ variables .* coarsen the graph"):
-        build_array_model(unit_chain(50), memory_limit=10**6)
+        build_array_model(unit_chain(50), max_build_bytes=10**6)
 
 
 def test_a_model_too_large_still_returns_the_heuristic(monkeypatch):
-    monkeypatch.setattr("solver.optimize.miqp.DEFAULT_MEMORY_LIMIT", 10**5)
+    monkeypatch.setattr("solver.optimize.miqp.default_max_build_bytes", lambda: 10**5)
     graph = unit_chain(20, budget=12)
     result = solve_xengine(graph, SolveOptions(time_limit_s=10))
     assert result.ok and "coarsen" in result.message
