@@ -24,6 +24,7 @@ from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 from app.workers import ProcessWorker
 from solver.document.graph import Graph
 from solver.optimize.solve import SolveOptions, SolveResult
+from solver.results.cached import stored_answer
 from solver.results.key import result_key
 from solver.results.store import ResultStore, default_store_path
 from solver.sweeps.sweep import SweepPoint, SweepTask, default_jobs, run_task
@@ -117,11 +118,9 @@ def stored_result(graph: Graph, method: str, options: SolveOptions) -> StoredAns
     """The stored result of this solve (replayed), if the store has one."""
     if not keeps_apart(graph, method, options):
         return None
-    store = current_store(LOOKUP_TIMEOUT_S)
-    stored = store.lookup(graph, method, options) if store is not None else None
+    stored, final = stored_answer(graph, method, options, current_store(LOOKUP_TIMEOUT_S))
     if stored is None:
         return None
-    final = stored.reusable_for(options.time_limit_s)
     return StoredAnswer(stored.result, final, stored.note(options.time_limit_s))
 
 
@@ -170,10 +169,8 @@ class SweepRunner(QObject):
         todo = []
         stored = []
         for task in self._todo:
-            found = (
-                self._store.lookup(task.graph, task.method, task.options) if self._store else None
-            )
-            if found is not None and found.reusable_for(task.options.time_limit_s):
+            found, final = stored_answer(task.graph, task.method, task.options, self._store)
+            if found is not None and final:
                 stored.append(task.point(found.result, from_store=True))
                 self._points[task.index] = stored[-1]
                 continue

@@ -62,9 +62,9 @@ def solve_cached(
     (False, True, 7.0)
     """
     note = ""
-    if store is not None and lookup:
-        stored = store.lookup(graph, method, options)
-        if stored is not None and stored.reusable_for(options.time_limit_s):
+    if lookup:
+        stored, final = stored_answer(graph, method, options, store)
+        if stored is not None and final:
             return CachedSolve(stored.result, from_store=True)
         if stored is not None:
             note = stored.note(options.time_limit_s)
@@ -79,7 +79,18 @@ def solve_cached(
 def stored_answer(
     graph: Graph, method: str, options: SolveOptions, store: ResultStore | None
 ) -> tuple[StoredResult | None, bool]:
-    """The stored result (if any) and whether it answers the solve without solving again."""
+    """The stored result (if any) and whether it answers the solve without solving again.
+
+    The one rule of "stored or solved": a stored result answers when it is final or ran
+    under at least ``options.time_limit_s``; a shorter-limit one is returned too (to show at
+    once, with a note) but the solve runs again.
+
+    Examples
+    --------
+    >>> from solver.document.generators import unit_chain
+    >>> stored_answer(unit_chain(3), "checkpoint-all", SolveOptions(), store=None)
+    (None, False)
+    """
     if store is None:
         return None, False
     stored = store.lookup(graph, method, options)

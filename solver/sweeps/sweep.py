@@ -27,6 +27,7 @@ from solver.document.graph import Graph
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.methods import offload_applies, solve
 from solver.optimize.solve import SolveOptions, SolveResult
+from solver.results.cached import stored_answer
 from solver.results.store import ResultStore, StoredResult
 from solver.status import SolveStatus
 
@@ -200,8 +201,8 @@ def run_sweep(
 
     todo = []
     for task in tasks:
-        stored = store.lookup(task.graph, task.method, task.options) if store else None
-        if stored is not None and stored.reusable_for(task.options.time_limit_s):
+        stored, final = stored_answer(task.graph, task.method, task.options, store)
+        if stored is not None and final:
             arrived(task.point(stored.result, from_store=True), task.index)
             continue
         if stored is not None and on_stored is not None:
