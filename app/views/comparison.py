@@ -37,10 +37,10 @@ from app.widgets import count_bar
 from app.workers import ProcessWorker
 from solver.document.graph import Graph
 from solver.document.units import format_ms, format_size
-from solver.optimize.methods import Comparison, compare
+from solver.optimize.methods import Comparison, compare, method_label
 from solver.optimize.solve import SolveOptions, SolveResult
 
-__all__ = ["ComparisonView", "method_label", "default_methods"]
+__all__ = ["ComparisonView", "default_methods"]
 
 _MUTED = Qt.ItemDataRole.UserRole + 1
 """Item data: the row's result is not a schedule (drawn muted)."""
@@ -57,12 +57,6 @@ COLUMNS = (
     "peak memory",
     "note",
 )
-_NAMES = {
-    "checkmate": "Checkmate",
-    "checkpoint-all": "checkpoint-all",
-    "chen-sqrtn": "Chen √n",
-    "chen-greedy": "Chen greedy",
-}
 
 
 def default_methods(graph: Graph) -> list[str]:
@@ -71,15 +65,6 @@ def default_methods(graph: Graph) -> list[str]:
     methods = [f"checkmate:{d}" for d in names]
     methods += [f"{m}:{d}" for m in ("checkpoint-all", "chen-sqrtn") for d in names]
     return methods + ["xengine"]
-
-
-def method_label(method: str, graph: Graph | None = None) -> str:
-    """A row label such as ``"Checkmate · gpu only"`` or ``"XEngine · cpu+gpu"``."""
-    name, _, device = method.partition(":")
-    if name == "xengine":
-        devices = "+".join(d.name for d in graph.devices) if graph is not None else "all devices"
-        return f"XEngine · {devices}"
-    return f"{_NAMES.get(name, name)} · {device} only" if device else _NAMES.get(name, name)
 
 
 class ComparisonView(FollowsTheme, QWidget):
@@ -287,7 +272,6 @@ class ComparisonView(FollowsTheme, QWidget):
             self._status.setText("Press <b>Compare methods</b> to solve with every method.")
 
     def _redraw_table(self) -> None:
-        graph = self._document.graph
         comparison = self.comparison
         colors = colors_for(self)
         if self._table.rowCount() != len(self._methods):
@@ -295,7 +279,7 @@ class ComparisonView(FollowsTheme, QWidget):
             self._fit_table()
         for row, method in enumerate(self._methods):
             result = self._results[row] if row < len(self._results) else None
-            cells = _row_cells(method, result, comparison, graph)
+            cells = _row_cells(method, result, comparison)
             muted = result is not None and not result.ok
             for col, text in enumerate(cells):
                 old = self._table.item(row, col)
@@ -339,7 +323,7 @@ class ComparisonView(FollowsTheme, QWidget):
             brushes=[b for b, good in zip(brushes, ok, strict=True) if good],
             pen=colors.pen(colors.foreground, 0.5),
         )
-        ticks = [(j, method_label(m, graph)) for j, m in enumerate(self._methods)]
+        ticks = [(j, method_label(m)) for j, m in enumerate(self._methods)]
         axis = self._plot.getAxis("left")
         axis.setTicks([ticks, []])
         metrics = QFontMetrics(axis.font())
@@ -405,8 +389,8 @@ class ComparisonView(FollowsTheme, QWidget):
                 self._table.clearSelection()
 
 
-def _row_cells(method: str, result, comparison: Comparison, graph) -> list[str]:
-    label = method_label(method, graph)
+def _row_cells(method: str, result, comparison: Comparison) -> list[str]:
+    label = method_label(method)
     if result is None:
         return [label, "waiting…", "", "", "", "", "", ""]
     if not result.ok:

@@ -33,6 +33,7 @@ from app.widgets import count_bar
 from solver.document.graph import Graph
 from solver.document.units import format_ms, format_size
 from solver.optimize.bounds import lower_bound, no_remat_peak
+from solver.optimize.methods import method_label
 from solver.optimize.solve import SolveOptions
 from solver.sweeps.sweep import SweepPoint, budget_steps, sweep_tasks
 
@@ -40,7 +41,7 @@ __all__ = ["ExplorerView", "sweep_fractions"]
 
 logger = logging.getLogger(__name__)
 
-SERIES = {"xengine": "XEngine (all devices)", "checkmate": "best single device (Checkmate)"}
+SERIES = {method: method_label(method) for method in ("xengine", "checkmate")}
 
 
 def sweep_fractions(graph: Graph, device: str, steps: int) -> list[float]:

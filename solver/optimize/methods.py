@@ -31,6 +31,8 @@ from solver.status import SolveStatus
 
 __all__ = [
     "METHODS",
+    "METHOD_NAMES",
+    "method_label",
     "OFFLOAD_METHODS",
     "SINGLE_DEVICE_METHODS",
     "offload_applies",
@@ -40,8 +42,18 @@ __all__ = [
     "compare",
 ]
 
+METHOD_NAMES = {
+    "xengine": "XEngine",
+    "greedy": "Greedy",
+    "overlap": "Overlap search",
+    "checkmate": "Checkmate",
+    "checkpoint-all": "Checkpoint all",
+    "chen-sqrtn": "Chen \u221an",
+    "chen-greedy": "Chen greedy",
+}
+"""Every method and the name people read for it (the window, the comparison, the explorer)."""
 SINGLE_DEVICE_METHODS = ("checkmate", "checkpoint-all", "chen-sqrtn", "chen-greedy")
-METHODS = ("xengine", "greedy", "overlap", *SINGLE_DEVICE_METHODS)
+METHODS = tuple(METHOD_NAMES)
 OFFLOAD_METHODS = ("xengine", "overlap")
 """Methods whose answer ``SolveOptions.offload`` changes (the MIQP, and the overlap search that
 starts from it); the others ignore the option (a single device has nowhere to offload to)."""
@@ -56,6 +68,21 @@ def offload_applies(method: str) -> bool:
     (True, True, False)
     """
     return method.partition(":")[0] in OFFLOAD_METHODS
+
+
+def method_label(method: str) -> str:
+    """How the window names ``method`` (``name[:device]``): where it runs, in words.
+
+    Examples
+    --------
+    >>> method_label("xengine"), method_label("checkmate"), method_label("chen-greedy:gpu")
+    ('XEngine (all devices)', 'Checkmate (best device)', 'Chen greedy on gpu')
+    """
+    name, _, device = method.partition(":")
+    display = METHOD_NAMES.get(name, name)
+    if device:
+        return f"{display} on {device}"
+    return f"{display} ({'best device' if name in SINGLE_DEVICE_METHODS else 'all devices'})"
 
 
 def parse_method(graph: Graph, method: str) -> tuple[str, list[str]]:

@@ -44,7 +44,8 @@ def test_comparison_lists_every_method_with_its_result(view, compared, document)
     methods = default_methods(document.graph)
     assert [r.method for r in compared.results] == methods
     assert view.table.rowCount() == len(methods) == 7
-    assert cell(view, 6, "method") == "XEngine · cpu+gpu"
+    assert cell(view, 6, "method") == "XEngine (all devices)"
+    assert cell(view, 0, "method") == "Checkmate on cpu"
     assert cell(view, 6, "status") == "optimal"
     xengine = compared.results[-1]
     assert xengine.ok and xengine.timeline.total_ms == pytest.approx(
