@@ -51,6 +51,8 @@ from app.views.stepper import StepperPanel
 from app.views.tensors import TensorMemoryView
 from solver.document.examples import DEFAULT_EXAMPLE
 from solver.errors import printable
+from solver.optimize.backends.registry import BACKENDS
+from solver.optimize.methods import method_label
 from solver.optimize.solve import SolveResult
 
 __all__ = ["MainWindow", "run", "create_window", "startup_file", "CENTRAL_VIEWS"]
@@ -382,12 +384,15 @@ class MainWindow(QMainWindow):
         if result is None:
             self.result_label.setText("")
             return
-        method = result.method + (f", {result.backend}" if result.backend else "")
+        backend = BACKENDS.get(result.backend)
+        how = method_label(result.method)
+        if result.backend:
+            how += f" \u00b7 {backend.label if backend is not None else result.backend}"
         if self.document.is_provisional:
             best = status_text(result).split(" \u00b7 ")[1]
             self.result_label.setText(f"Solving\u2026 best so far {best} (provisional)")
             return
-        self.result_label.setText(f"{status_text(result)} ({method})")
+        self.result_label.setText(f"{status_text(result)} \u00b7 {how}")
         if not result.ok and result.message:
             self._show_message(f"No schedule: {result.message}")
 

@@ -42,6 +42,7 @@ from app.workers import SolveRequest
 from solver.document.graph import Graph
 from solver.document.units import format_size
 from solver.optimize.backends.registry import BACKENDS, available_backends
+from solver.optimize.methods import SINGLE_DEVICE_METHODS, method_label
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
@@ -49,21 +50,14 @@ __all__ = ["SolverPanel", "method_choices", "LOG_MAX_LINES"]
 
 LOG_MAX_LINES = 2000
 """The log keeps this many lines (QPlainTextEdit.setMaximumBlockCount)."""
-_SINGLE = (
-    ("checkmate", "Checkmate on {d}"),
-    ("checkpoint-all", "Checkpoint all on {d}"),
-    ("chen-sqrtn", "Chen \u221an on {d}"),
-    ("chen-greedy", "Chen greedy on {d}"),
-)
 
 
 def method_choices(graph: Graph | None) -> list[tuple[str, str]]:
     """``(label, solver.optimize.methods name)`` for every method the Solve button can run."""
-    choices = [("XEngine (all devices)", "xengine"), ("Checkmate (best device)", "checkmate")]
-    for name, label in _SINGLE:
-        for device in graph.devices if graph else ():
-            choices.append((label.format(d=device.name), f"{name}:{device.name}"))
-    return choices
+    methods = ["xengine", "checkmate"]
+    for name in SINGLE_DEVICE_METHODS:
+        methods += [f"{name}:{device.name}" for device in (graph.devices if graph else ())]
+    return [(method_label(method), method) for method in methods]
 
 
 def _readable(lines: list[str]) -> list[str]:
@@ -164,7 +158,7 @@ class SolverPanel(FollowsTheme, QWidget):
         self.log.setPlaceholderText("The solver's progress appears here.")
         self.raw_log_box = QCheckBox("Raw solver log")
         self.raw_log_box.setToolTip(
-            "Show the backend's own log lines (CBC's MPS reader, LP iterations...) instead "
+            "Show the solver's own log lines (CBC's MPS reader, LP iterations...) instead "
             "of the progress they report"
         )
         self.raw_log_box.toggled.connect(self._on_raw_log_toggled)
@@ -177,7 +171,7 @@ class SolverPanel(FollowsTheme, QWidget):
         self.notes_label.hide()
         form = QFormLayout()
         form.addRow("Method", self.method_box)
-        form.addRow("Backend", self.backend_box)
+        form.addRow("Solver", self.backend_box)
         # time limit and gap share a row: at 1280x720 every row here is a row the device
         # sliders above do not get
         limits = QHBoxLayout()
