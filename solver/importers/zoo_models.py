@@ -54,7 +54,7 @@ def _conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, act=
 
 
 # ----- VGG (Simonyan & Zisserman 2014; torchvision layout) --------------------------------------
-_VGG_STAGES = {16: (2, 2, 3, 3, 3), 19: (2, 2, 4, 4, 4)}  # 3x3 convs per stage, then a max-pool
+_VGG_BLOCKS = {16: (2, 2, 3, 3, 3), 19: (2, 2, 4, 4, 4)}  # 3x3 convs per block, then a max-pool
 
 
 class _VGG(_Net):
@@ -62,7 +62,7 @@ class _VGG(_Net):
         super().__init__()
         layers: list[nn.Module] = []
         cin = 3
-        for convs, width in zip(_VGG_STAGES[depth], (64, 128, 256, 512, 512), strict=True):
+        for convs, width in zip(_VGG_BLOCKS[depth], (64, 128, 256, 512, 512), strict=True):
             for _ in range(convs):
                 layers += [nn.Conv2d(cin, width, 3, padding=1), nn.ReLU()]
                 cin = width
