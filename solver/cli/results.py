@@ -94,7 +94,7 @@ def _list(store: ResultStore, args: argparse.Namespace) -> int:
         graph_hash = content_hash(load_graph(resolve_graph_path(args.graph)))
     rows = store.rows(graph_hash, args.method)
     print(
-        f"{'id':>5}  {'stored':<16} {'graph':<20} {'method':<18} {'budgets':<26} "
+        f"{'id':>5}  {'stored':<16} {'graph':<20} {'method':<18} {'memory limits':<26} "
         f"{'status':<10} {'time':>10} {'limit':>7}"
     )
     for row in rows:
@@ -102,7 +102,7 @@ def _list(store: ResultStore, args: argparse.Namespace) -> int:
         total = format_ms(row.total_ms) if row.total_ms is not None else "-"
         print(
             f"{row.id:>5}  {_when(row.created):<16} {row.graph_name[:20]:<20} "
-            f"{row.method[:18]:<18} {_budgets(row)[:26]:<26} {row.status:<10} {total:>10} "
+            f"{row.method[:18]:<18} {_memory_limits(row)[:26]:<26} {row.status:<10} {total:>10} "
             f"{limit:>7}"
         )
     print(f"{len(rows)} stored solves in {store.path}", file=sys.stderr)
@@ -134,11 +134,9 @@ def _show(store: ResultStore, args: argparse.Namespace) -> int:
         print(json.dumps(row.to_dict(with_schedule=False), indent=1))
         return 0
     for name in EXPORT_FIELDS:
-        value = getattr(row, name)
+        value = _memory_limits(row) if name == "budgets" else getattr(row, name)
         if name == "created":
             value = _when(value)
-        elif name == "budgets":
-            value = _budgets(row)
         print(f"{name:<14} {value}")
     print(f"{'reusable':<14} {'for any time limit' if row.final else 'up to its limit'}")
     if args.output:
@@ -164,7 +162,7 @@ def _export(store: ResultStore, args: argparse.Namespace) -> int:
         writer.writerow(EXPORT_FIELDS)
         for row in rows:
             data = row.to_dict(with_schedule=False)
-            data["budgets"] = json.dumps(row.budgets)
+            data["budgets"] = json.dumps(data["budgets"])
             writer.writerow(["" if data[f] is None else data[f] for f in EXPORT_FIELDS])
         text = buffer.getvalue()
     atomic_write_text(args.output, text)
@@ -187,5 +185,5 @@ def _when(created: float) -> str:
     return datetime.datetime.fromtimestamp(created).strftime("%Y-%m-%d %H:%M")
 
 
-def _budgets(row: StoredRow) -> str:
-    return ", ".join(f"{d} {format_size(b)}" for d, b in row.budgets.items())
+def _memory_limits(row: StoredRow) -> str:
+    return ", ".join(f"{d} {format_size(b)}" for d, b in row.memory_limits.items())

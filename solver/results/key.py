@@ -2,7 +2,7 @@
 
 Two solves share a key exactly when they must give the same answer given enough time: same
 nodes (in schedule order, with their output sizes and workspaces, per-device costs and kinds),
-same edges and transfer overrides, same devices (fixed memory) and links, same budgets, same
+same edges and transfer overrides, same devices (fixed memory) and links, same memory limits, same
 method, and for the MIQP methods the same backend, relative gap and warm start. The graph's
 name, notes and meta, node ops and roofline inputs (costs are already resolved from them) do
 not change the answer and are left out, so a renamed or re-saved graph still finds its results
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 DETERMINISTIC_METHODS = ("greedy", "checkpoint-all", "chen-sqrtn", "chen-greedy")
-"""Heuristics whose answer depends on the graph and budgets only (no backend, no limit)."""
+"""Heuristics whose answer depends on the graph and memory limits only (no backend, no limit)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class ResultKey:
 
     digest: str
     graph_hash: str
-    budgets: tuple[tuple[str, int], ...]
+    memory_limits: tuple[tuple[str, int], ...]
     method: str
     backend: str
     gap_rel: float | None
@@ -81,7 +81,7 @@ def keyed_method(method: str, options: SolveOptions) -> str:
 
 
 def graph_hash(graph: Graph) -> str:
-    """SHA-256 of everything in ``graph`` but the budgets that changes a schedule's answer.
+    """SHA-256 of everything in ``graph`` but the memory limits that changes a schedule's answer.
 
     Examples
     --------
@@ -95,7 +95,7 @@ def graph_hash(graph: Graph) -> str:
 
 
 def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
-    """The key of solving ``graph`` (with its current budgets) by ``method`` under ``options``.
+    """The key of solving ``graph`` (at its current memory limits) by ``method`` with ``options``.
 
     Examples
     --------
@@ -109,7 +109,7 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
     """
     structure = graph_hash(graph)
     method = keyed_method(method, options)
-    budgets = tuple((d.name, int(d.memory)) for d in graph.devices)
+    memory_limits = tuple((d.name, int(d.memory)) for d in graph.devices)
     if is_deterministic(method):
         backend, gap = "", None
         warm = None
@@ -117,13 +117,13 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
         backend, gap, warm = options.backend, float(options.gap_rel), bool(options.warm_start)
     content = {
         "graph": structure,
-        "budgets": budgets,
+        "budgets": memory_limits,  # the digest's own word: renaming it would orphan every row
         "method": method,
         "backend": backend,
         "gap_rel": gap,
         "warm_start": warm,
     }
-    return ResultKey(_digest(content), structure, budgets, method, backend, gap)
+    return ResultKey(_digest(content), structure, memory_limits, method, backend, gap)
 
 
 def _graph_content(graph: Graph) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The result store: every finished solve in an SQLite database, looked up before solving again.
 
-One row per :class:`~solver.results.key.ResultKey` (graph content, budgets, method, backend,
+One row per :class:`~solver.results.key.ResultKey` (graph content, memory limits, method, backend,
 gap) holds the status, objective, bound, timings, the time limit it ran under and the schedule
 as JSON (spec/formats.md). A row is reusable for any time limit when it is final (proven
 optimal, proven infeasible, or a deterministic heuristic), else only for limits up to its own:
@@ -106,6 +106,10 @@ def default_store_path() -> Path | None:
     return platformdirs.user_data_path("xengine-studio", appauthor=False) / "results.sqlite3"
 
 
+_COLUMN = {"memory_limits": "budgets"}
+"""Attributes of :class:`StoredRow` whose column has another name (the files' word)."""
+
+
 @dataclass(frozen=True)
 class StoredRow:
     """One row as stored (not replayed): what ``results list|show|export`` print."""
@@ -114,7 +118,8 @@ class StoredRow:
     key: str
     graph_hash: str
     graph_name: str
-    budgets: dict[str, int]
+    memory_limits: dict[str, int]
+    """Each device's memory limit in bytes (its column keeps the files' word, ``budgets``)."""
     method: str
     backend: str
     gap_rel: float | None
@@ -157,8 +162,9 @@ class StoredRow:
         return doc
 
     def to_dict(self, with_schedule: bool = True) -> dict:
-        """The row as plain JSON-able data (the schedule parsed, when kept)."""
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The row as plain JSON-able data (the schedule parsed, when kept), keyed by its
+        columns: the memory limits under ``budgets``, as in the store and schedule files."""
+        data = {_COLUMN.get(name, name): getattr(self, name) for name in self.__dataclass_fields__}
         data["schedule"] = self.schedule_doc() if with_schedule else None
         if not with_schedule:
             del data["schedule"]
@@ -451,7 +457,7 @@ def _row_values(graph: Graph, key: ResultKey, options: SolveOptions, result: Sol
         "key": key.digest,
         "graph_hash": key.graph_hash,
         "graph_name": graph.name,
-        "budgets": json.dumps(dict(key.budgets)),
+        "budgets": json.dumps(dict(key.memory_limits)),
         "method": key.method,
         "backend": result.backend or key.backend,
         "gap_rel": key.gap_rel,
@@ -523,24 +529,24 @@ def _row(values: tuple) -> StoredRow:
             raise damaged(column, "a count")
     if data["schedule"] is not None and not isinstance(data["schedule"], str):
         raise damaged("schedule", "a JSON text")
-    data["budgets"] = _budgets(row_id, data["budgets"])
+    data["memory_limits"] = _memory_limits(row_id, data.pop("budgets"))
     return StoredRow(**data)
 
 
-def _budgets(row_id: object, text: object) -> dict[str, int]:
+def _memory_limits(row_id: object, text: object) -> dict[str, int]:
     try:
-        budgets = json.loads(text) if isinstance(text, str) else None
+        limits = json.loads(text) if isinstance(text, str) else None
     except (ValueError, RecursionError):
-        budgets = None
-    if not isinstance(budgets, dict) or not all(
+        limits = None
+    if not isinstance(limits, dict) or not all(
         isinstance(device, str)
         and not isinstance(size, bool)
         and isinstance(size, int)
         and 0 <= size <= MAX_SIZE
-        for device, size in budgets.items()
+        for device, size in limits.items()
     ):
         raise DamagedRow(row_id, "column 'budgets' is not a JSON map of devices to bytes")
-    return budgets
+    return limits
 
 
 def _delete(db: sqlite3.Connection, row_id: int) -> int:

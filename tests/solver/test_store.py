@@ -60,13 +60,13 @@ def test_graph_hash_changes_with_everything_that_changes_the_answer():
     assert len(set(hashes.values())) == len(variants)
 
 
-def test_graph_hash_ignores_name_meta_and_budgets():
+def test_graph_hash_ignores_name_meta_and_memory_limits():
     base = unit_chain(3, budget=4)
     same = replace(base, name="renamed", meta={"source": "x"}, notes=("a note",))
     assert graph_hash(same) == graph_hash(base) == graph_hash(unit_chain(3, budget=9))
 
 
-def test_result_key_covers_budgets_method_backend_and_gap_but_not_the_time_limit(chain3):
+def test_result_key_covers_memory_limits_method_backend_and_gap_but_not_the_time_limit(chain3):
     key = result_key(chain3, "xengine", FAST).digest
     assert result_key(chain3, "xengine", SolveOptions(time_limit_s=999)).digest == key
     assert result_key(chain3, "xengine", SolveOptions(threads=2)).digest == key

@@ -100,7 +100,7 @@ def test_cancel_keeps_every_finished_point_and_its_stored_row(tasks, store, jobs
     assert 1 <= len(points) < len(tasks)
     finished = [p for p in points if p.result.status is not SolveStatus.CANCELLED]
     assert finished
-    stored = {(r.method, r.budgets["gpu"]) for r in store.rows()}
+    stored = {(r.method, r.memory_limits["gpu"]) for r in store.rows()}
     for p in finished:
         assert (p.method, tasks[0].graph.device("gpu").fixed_memory + p.budget) in stored
 
