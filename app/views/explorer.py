@@ -353,9 +353,11 @@ class ExplorerView(FollowsTheme, QWidget):
         feasible = [p.total_ms for p in self._points if p.total_ms is not None]
         floor = min(feasible, default=0.0)
         for method, (color, symbol) in styles.items():
-            pts = sorted((p for p in self._points if p.method == method), key=lambda p: p.budget)
+            pts = sorted(
+                (p for p in self._points if p.method == method), key=lambda p: p.activation_budget
+            )
             good = [p for p in pts if p.total_ms is not None]
-            x = np.array([p.budget / scale for p in good])
+            x = np.array([p.activation_budget / scale for p in good])
             y = np.array([p.total_ms for p in good])
             self._lines[method].setData(x, y, pen=colors.pen(color, 2), symbol=None)
             self._scatter[method].setData(
@@ -366,7 +368,7 @@ class ExplorerView(FollowsTheme, QWidget):
                 brush=color,
                 pen=colors.pen(colors.background, 1),
             )
-            bad_x += [p.budget / scale for p in pts if p.total_ms is None]
+            bad_x += [p.activation_budget / scale for p in pts if p.total_ms is None]
             bad_y += [floor for p in pts if p.total_ms is None]
         self._infeasible.setData(bad_x, bad_y, pen=colors.pen(colors.budget, 2), brush=None)
         swatch = '<span style="color:{c}; font-size:14px">{g}</span>&nbsp;{t}'
@@ -433,14 +435,14 @@ class ExplorerView(FollowsTheme, QWidget):
         _, scale = self._unit()
         shown = [p for p in self._points if p.result is self._document.result and p.total_ms]
         self._shown.setData(
-            [p.budget / scale for p in shown],
+            [p.activation_budget / scale for p in shown],
             [p.total_ms for p in shown],
             pen=colors.pen(colors.selection, 2),
             brush=None,
         )
         if shown:
             self._chart.setToolTip(
-                f"on display: {shown[0].method} at {format_size(shown[0].budget)}, "
+                f"on display: {shown[0].method} at {format_size(shown[0].activation_budget)}, "
                 f"{format_ms(shown[0].total_ms)}"
             )
 
@@ -448,7 +450,7 @@ class ExplorerView(FollowsTheme, QWidget):
 def _point_tip(x: float, y: float, data: SweepPoint) -> str:
     method = SERIES.get(data.method, data.method)
     return (
-        f"{method}\n{data.device} budget {format_size(data.budget)} "
+        f"{method}\n{data.device} activation budget {format_size(data.activation_budget)} "
         f"({data.fraction:.0%} of the no-remat peak)\ntime {format_ms(y)} · click to open"
     )
 

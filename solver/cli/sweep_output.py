@@ -70,7 +70,7 @@ def sweep_csv(points: Sequence[SweepPoint]) -> str:
                 [
                     p.device,
                     p.fraction,
-                    p.budget,
+                    p.activation_budget,
                     p.result.method,
                     p.result.status.value,
                     total,
@@ -202,7 +202,8 @@ def _print_row(p: SweepPoint) -> None:
     total = format_ms(p.total_ms) if p.total_ms is not None else "-"
     source = "store" if p.from_store else "solved"
     print(
-        f"{p.graph:<12} {format_size(p.budget):>12} {p.fraction:>8.0%}  {p.result.method:<22} "
+        f"{p.graph:<12} {format_size(p.activation_budget):>12} {p.fraction:>8.0%}  "
+        f"{p.result.method:<22} "
         f"{p.result.status.value:<11} {total:>10}  {source}",
         flush=True,
     )

@@ -50,7 +50,7 @@ POLL_S = 0.1
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One solve of the sweep: ``budget`` bytes of activation memory on ``device``.
+    """One solve of the sweep: ``activation_budget`` bytes for activations on ``device``.
 
     ``graph`` names the network (the CLI's argument); ``from_store`` is true when the result
     store answered without solving; ``offload`` when the solve could offload (``--offload``
@@ -59,7 +59,7 @@ class SweepPoint:
 
     device: str
     fraction: float
-    budget: int
+    activation_budget: int
     method: str
     result: SolveResult
     graph: str = ""
@@ -74,14 +74,14 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class SweepTask:
-    """One solve to do: ``graph`` already carries the budget; picklable for worker processes."""
+    """One solve to do: ``graph`` already carries the memory limit; picklable for workers."""
 
     index: int
     graph: Graph
     label: str
     device: str
     fraction: float
-    budget: int
+    activation_budget: int
     method: str
     options: SolveOptions
 
@@ -91,7 +91,7 @@ class SweepTask:
         return SweepPoint(
             self.device,
             self.fraction,
-            self.budget,
+            self.activation_budget,
             self.method,
             result,
             self.label,
@@ -139,7 +139,7 @@ def sweep_tasks(
     --------
     >>> from solver.document.generators import unit_chain
     >>> tasks = sweep_tasks(unit_chain(2), "cpu", [1.0, 0.5], ["checkpoint-all"], SolveOptions())
-    >>> [(t.index, t.budget, t.graph.device("cpu").memory) for t in tasks]
+    >>> [(t.index, t.activation_budget, t.graph.device("cpu").memory) for t in tasks]
     [(0, 4, 4), (1, 2, 2)]
     """
     peak = no_remat_peak(graph)

@@ -43,8 +43,8 @@ def test_repeated_explorer_sweep_comes_from_the_store(qtbot, view):
         view.run("gpu", 2)
     stored = again.args[0]
     assert all(p.from_store for p in stored)
-    assert [(p.method, p.budget, p.total_ms) for p in stored] == [
-        (p.method, p.budget, p.total_ms) for p in solved
+    assert [(p.method, p.activation_budget, p.total_ms) for p in stored] == [
+        (p.method, p.activation_budget, p.total_ms) for p in solved
     ]
     assert not ProcessWorker.running()  # nothing was solved the second time
     texts = [label.text() for label in view.findChildren(QLabel)]

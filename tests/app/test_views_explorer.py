@@ -40,10 +40,11 @@ def test_explorer_sweep_plots_time_against_budget(qtbot, view, document):
     scale = 2**20
     for method, scatter in view.scatter.items():
         good = sorted(
-            (p for p in points if p.method == method and p.total_ms), key=lambda p: p.budget
+            (p for p in points if p.method == method and p.total_ms),
+            key=lambda p: p.activation_budget,
         )
         x, y = scatter.getData()
-        np.testing.assert_allclose(x, [p.budget / scale for p in good])
+        np.testing.assert_allclose(x, [p.activation_budget / scale for p in good])
         np.testing.assert_allclose(y, [p.total_ms for p in good])
 
 

@@ -102,7 +102,7 @@ def test_cancel_keeps_every_finished_point_and_its_stored_row(tasks, store, jobs
     assert finished
     stored = {(r.method, r.memory_limits["gpu"]) for r in store.rows()}
     for p in finished:
-        assert (p.method, tasks[0].graph.device("gpu").fixed_memory + p.budget) in stored
+        assert (p.method, tasks[0].graph.device("gpu").fixed_memory + p.activation_budget) in stored
 
 
 def test_cancel_before_start_solves_nothing(tasks):

@@ -80,7 +80,7 @@ def test_cluster_cancel_stops_running_solves_keeps_finished_ones_and_skips_the_r
     assert done and len(finished) < len(quick)  # tasks queued behind the cancel never started
     # every finished point was stored here, and nothing else (a cancelled solve is not final)
     stored = sorted(r.memory_limits["gpu"] for r in store.rows())
-    assert stored == sorted(diamond.device("gpu").fixed_memory + p.budget for p in done)
+    assert stored == sorted(diamond.device("gpu").fixed_memory + p.activation_budget for p in done)
     assert len(arrivals) == len(points)
 
 
