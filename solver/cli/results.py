@@ -134,9 +134,12 @@ def _show(store: ResultStore, args: argparse.Namespace) -> int:
         print(json.dumps(row.to_dict(with_schedule=False), indent=1))
         return 0
     for name in EXPORT_FIELDS:
-        value = _memory_limits(row) if name == "budgets" else getattr(row, name)
-        if name == "created":
-            value = _when(value)
+        if name == "budgets":
+            value: object = _memory_limits(row)
+        elif name == "created":
+            value = _when(row.created)
+        else:
+            value = getattr(row, name)
         print(f"{name:<14} {value}")
     print(f"{'reusable':<14} {'for any time limit' if row.final else 'up to its limit'}")
     if args.output:
