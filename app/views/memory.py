@@ -234,7 +234,9 @@ class MemoryView(FollowsTheme, QWidget):
             return ""
         used, names = self.resident_at(device, time)
         budget = timeline.activation_budgets.get(device, 0)
-        sizes = {n: int(graph.memory[graph.index[n]]) for n in names if graph and n in graph.index}
+        sizes = {
+            n: int(graph.output_bytes[graph.index[n]]) for n in names if graph and n in graph.index
+        }
         names = sorted(names, key=lambda n: -sizes.get(n, 0))
         shown = [f"{html.escape(n)} ({format_size(sizes.get(n, 0))})" for n in names[:_MAX_LISTED]]
         if len(names) > _MAX_LISTED:
@@ -465,7 +467,7 @@ class MemoryView(FollowsTheme, QWidget):
             item.selected.setData([], [])
             return
         x, _ = _steps(curve, timeline_end(timeline))
-        size = int(graph.memory[graph.index[node]]) / item.scale
+        size = int(graph.output_bytes[graph.index[node]]) / item.scale
         y = np.array([size if node in names else 0.0 for names in curve.resident])
         item.selected.setData(x, y)
 
@@ -477,7 +479,7 @@ class MemoryView(FollowsTheme, QWidget):
             item.offloaded.setData([], [])
             return
         x, _ = _steps(curve, end)
-        held = offloaded_bytes(timeline, item.device, graph.memory, graph.index)
+        held = offloaded_bytes(timeline, item.device, graph.output_bytes, graph.index)
         item.offloaded.setData(x, held / item.scale)
 
     def _draw_cursor(self) -> None:

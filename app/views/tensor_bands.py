@@ -89,7 +89,7 @@ def tensor_bands(graph: Graph, timeline: Timeline, device: str) -> Bands:
                 continue
             if name not in previous:
                 started[name] = _origin(origins.get(name, ()), float(curve.times[j]))
-            size = float(graph.memory[k])
+            size = float(graph.output_bytes[k])
             x0.append(float(curve.times[j]))
             width.append(float(ends[j] - curve.times[j]))
             y0.append(level)

@@ -191,8 +191,8 @@ class Graph:
         return tuple(tuple(r) for r in result)
 
     @cached_property
-    def memory(self) -> np.ndarray:
-        """Output bytes ``M_i`` per node (int64)."""
+    def output_bytes(self) -> np.ndarray:
+        """Output bytes ``M_i`` per node (int64); a device's limit is :attr:`Device.memory`."""
         return np.array([node.memory for node in self.nodes], dtype=np.int64)
 
     @cached_property
@@ -248,7 +248,7 @@ class Graph:
         for e, (i, k) in enumerate(self.edge_pairs):
             row = table[e]
             # the same float operations as Link.transfer_ms, element by element
-            np.add(latency, 1000.0 * int(self.memory[i]) / bandwidth, out=row, where=linked)
+            np.add(latency, 1000.0 * int(self.output_bytes[i]) / bandwidth, out=row, where=linked)
             row[diagonal, diagonal] = 0.0
             for key, ms in overrides.get((self.nodes[i].id, self.nodes[k].id), {}).items():
                 src, dst = key.split("->")
@@ -267,7 +267,7 @@ class Graph:
         if key in override:
             return float(override[key])
         link = self._links_by_index.get((src, dst))
-        return math.inf if link is None else link.transfer_ms(int(self.memory[i]))
+        return math.inf if link is None else link.transfer_ms(int(self.output_bytes[i]))
 
     @cached_property
     def _transfer_overrides(self) -> Mapping[tuple[str, str], Mapping[str, float]]:

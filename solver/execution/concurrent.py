@@ -249,7 +249,7 @@ class _Layout:
     def __init__(self, graph: Graph, tasks: _Tasks):
         self.graph, self.tasks = graph, tasks
         count = len(tasks.kind)
-        self.size = [int(graph.memory[i]) for i in tasks.tensor]
+        self.size = [int(graph.output_bytes[i]) for i in tasks.tensor]
         self.workspace = [
             int(graph.workspace[i]) if kind == "op" else 0
             for kind, i in zip(tasks.kind, tasks.tensor, strict=True)
@@ -399,7 +399,7 @@ def _timeline(graph: Graph, tasks: _Tasks, starts, ends, memory_at_start, freed,
                     names[tasks.device[j]],
                     starts[j],
                     ends[j],
-                    int(g.memory[tasks.tensor[j]]),
+                    int(g.output_bytes[tasks.tensor[j]]),
                     kind == "offload",
                 )
             )

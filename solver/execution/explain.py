@@ -287,7 +287,7 @@ def _pressure(
     if window.size == 0:
         return None
     j = first + int(np.argmax(window))
-    need = int(curve.bytes[j]) + int(graph.memory[graph.index[event.node]])
+    need = int(curve.bytes[j]) + int(graph.output_bytes[graph.index[event.node]])
     budget = int(timeline.activation_budgets[device])
     if need <= budget:
         return None

@@ -266,7 +266,7 @@ class _Replay:
     def __post_init__(self) -> None:
         # devices are added as they are used (a graph may have 1,000 devices; a baseline
         # uses one): see __missing__ of _PerDevice
-        sizes = [int(m) for m in self.graph.memory]
+        sizes = [int(m) for m in self.graph.output_bytes]
         self.sizes = sizes
         self.live = _PerDevice(lambda: _Held(sizes))
         self.steps = _PerDevice(lambda: [(0.0, 0, _Snapshot(0, ()), 0)])
@@ -421,7 +421,15 @@ class _Replay:
                 )
             self.transfers.append(
                 TransferEvent(
-                    t, name, "", source, target, self.now, self.now + ms, int(g.memory[i]), True
+                    t,
+                    name,
+                    "",
+                    source,
+                    target,
+                    self.now,
+                    self.now + ms,
+                    int(g.output_bytes[i]),
+                    True,
                 )
             )
             self.now += ms
@@ -503,10 +511,10 @@ class _Replay:
         step = self.pinned[d]
         budget = g.device(d).activation_budget
         if used > budget:
-            resident = used - workspace - sum(int(g.memory[i]) for i in transient)
+            resident = used - workspace - sum(int(g.output_bytes[i]) for i in transient)
             parts = (
-                f"resident {resident}, output {int(g.memory[k])}, "
-                f"copied inputs {sum(int(g.memory[i]) for i, _ in copies)}"
+                f"resident {resident}, output {int(g.output_bytes[k])}, "
+                f"copied inputs {sum(int(g.output_bytes[i]) for i, _ in copies)}"
             )
             numbers = {"used": used, "budget": budget}
             blame = ""
@@ -589,7 +597,14 @@ class _Replay:
             self._record(op.device, tuple(c for c, _ in copies))
             self.transfers.append(
                 TransferEvent(
-                    t, name, op.node, source, op.device, self.now, self.now + ms, int(g.memory[i])
+                    t,
+                    name,
+                    op.node,
+                    source,
+                    op.device,
+                    self.now,
+                    self.now + ms,
+                    int(g.output_bytes[i]),
                 )
             )
             self.now += ms
@@ -780,7 +795,7 @@ def offload_ms(graph: Graph, i: int, source: str, target: str) -> float:
     """
     for link in graph.links:
         if link.source == source and link.target == target:
-            return link.transfer_ms(int(graph.memory[i]))
+            return link.transfer_ms(int(graph.output_bytes[i]))
     return float("inf")
 
 

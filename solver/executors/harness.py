@@ -240,7 +240,7 @@ def execute_step(
     mapping = map_devices(torch, [d.name for d in graph.devices], device_map or {})
     kind.check_devices(graph, schedule, mapping)  # before minutes of work, not after
     fixed = max((d.fixed_memory for d in graph.devices), default=0)
-    require_memory(fixed + int(sum(graph.memory)), "running the step and its reference")
+    require_memory(fixed + int(sum(graph.output_bytes)), "running the step and its reference")
     model, inputs = kind.build(torch, seed)
     with one_thread(torch, mapping):  # the same kernels as the step: the same rounding
         reference = reference_gradients(torch, model, inputs, seed)

@@ -141,7 +141,7 @@ def _greedy_checkpoints(graph: Graph, candidates: list[int], segment_bytes: floa
     forward = [i for i, node in enumerate(graph.nodes) if node.kind == "forward"] or candidates
     candidate_set = set(candidates)
     for i in forward:
-        running += int(graph.memory[i])
+        running += int(graph.output_bytes[i])
         if running > segment_bytes and i in candidate_set:
             chosen.add(i)
             running = 0
@@ -191,8 +191,10 @@ def chen_greedy_candidates(
     """
     method = method or f"chen-greedy:{device}"
     candidates = chen_candidates(graph)
-    total = float(sum(int(graph.memory[i]) for i in candidates)) or 1.0
-    smallest = float(min((int(graph.memory[i]) for i in candidates if graph.memory[i]), default=1))
+    total = float(sum(int(graph.output_bytes[i]) for i in candidates)) or 1.0
+    smallest = float(
+        min((int(graph.output_bytes[i]) for i in candidates if graph.output_bytes[i]), default=1)
+    )
     schedules, seen = [], set()
     for j in range(tries):
         size = smallest * (total / smallest) ** (j / max(tries - 1, 1))

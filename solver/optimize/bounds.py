@@ -22,8 +22,8 @@ __all__ = [
 def node_requirement(graph: Graph, k: int) -> int:
     """Bytes any device needs to run node ``k``: its output, all its inputs and its
     workspace (``M_k + sum M_i + W_k``, model.md §4 with docs/spec-notes.md's workspace)."""
-    inputs = sum(int(graph.memory[i]) for i in graph.inputs[k])
-    return int(graph.memory[k]) + inputs + int(graph.workspace[k])
+    inputs = sum(int(graph.output_bytes[i]) for i in graph.inputs[k])
+    return int(graph.output_bytes[k]) + inputs + int(graph.workspace[k])
 
 
 def lower_bound(graph: Graph, device: str | None = None) -> int:
@@ -65,8 +65,8 @@ def no_remat_peak(graph: Graph) -> int:
     live: set[int] = set()
     peak = 0
     for k in range(graph.n):
-        running = int(graph.memory[k]) + int(graph.workspace[k])
-        peak = max(peak, int(sum(int(graph.memory[i]) for i in live)) + running)
+        running = int(graph.output_bytes[k]) + int(graph.workspace[k])
+        peak = max(peak, int(sum(int(graph.output_bytes[i]) for i in live)) + running)
         live.add(k)
         live = {i for i in live if last_use[i] > k}
     return peak

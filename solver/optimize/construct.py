@@ -204,7 +204,7 @@ class _Repair:
         self.n = n
         self.place = placement
         self.place_arr = np.array(placement, dtype=np.int64)
-        self.size = [int(m) for m in g.memory]
+        self.size = [int(m) for m in g.output_bytes]
         self.size_arr = np.array(self.size, dtype=np.int64)
         self.work = [int(w) for w in g.workspace]
         self.inputs = g.inputs

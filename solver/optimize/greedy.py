@@ -46,7 +46,7 @@ def greedy_heterogeneous(graph: Graph) -> BaselineResult:
     for t in range(graph.n):
         choice = _cheapest_fitting(graph, t, holders, used)
         if choice is None:
-            need = int(graph.memory[t]) + int(graph.workspace[t])
+            need = int(graph.output_bytes[t]) + int(graph.workspace[t])
             what = (
                 "bytes with its workspace, and inputs" if graph.workspace[t] else "bytes and inputs"
             )
@@ -62,9 +62,9 @@ def greedy_heterogeneous(graph: Graph) -> BaselineResult:
             if holders[i] != d
         }
         holders[t] = d
-        used[d] += int(graph.memory[t])
+        used[d] += int(graph.output_bytes[t])
         for i in [i for i in holders if last_use[i] <= t]:
-            used[holders.pop(i)] -= int(graph.memory[i])
+            used[holders.pop(i)] -= int(graph.output_bytes[i])
         keep: dict[str, set[str]] = {}
         for i, dev in holders.items():
             keep.setdefault(graph.devices[dev].name, set()).add(graph.nodes[i].id)
@@ -88,8 +88,8 @@ def _cheapest_fitting(graph: Graph, t: int, holders: dict[int, int], used: list[
         for i in graph.inputs[t]:
             if holders[i] != d:
                 cost += graph.edge_transfer_ms(graph.edge_number[i, t], holders[i], d)
-                copies += int(graph.memory[i])
-        running = int(graph.memory[t]) + int(graph.workspace[t]) + copies
+                copies += int(graph.output_bytes[i])
+        running = int(graph.output_bytes[t]) + int(graph.workspace[t]) + copies
         if used[d] + running <= device.activation_budget and cost < best_cost:
             best, best_cost = d, cost
     return best

@@ -307,7 +307,7 @@ def _able(g: Graph) -> list[list[bool]]:
     for d in range(g.num_devices):
         row = []
         for v in range(g.n):
-            need = int(g.memory[v]) + sum(int(g.memory[i]) for i in g.inputs[v])
+            need = int(g.output_bytes[v]) + sum(int(g.output_bytes[i]) for i in g.inputs[v])
             need += int(g.workspace[v])
             row.append(not math.isnan(g.cost[d, v]) and need <= budgets[d])
         out.append(row)
@@ -317,7 +317,7 @@ def _able(g: Graph) -> list[list[bool]]:
 def _memory_units(g: Graph) -> tuple[np.ndarray, list[list[int]], list[list[int]], list]:
     """Per device: a unit that divides every size, workspace and is exact (the gcd), the
     sizes and workspaces in it, and the budget in it (``None`` when it can never bind)."""
-    sizes = [int(m) for m in g.memory]
+    sizes = [int(m) for m in g.output_bytes]
     works = [int(w) for w in g.workspace]
     divisor = 0
     for value in (*sizes, *works):
@@ -357,7 +357,7 @@ def _transfer_total(g: Graph) -> float:
     overrides = {(e.source, e.target): e.transfer_ms for e in g.edges}
     total = 0.0
     for i, k in g.edge_pairs:
-        total += sum(min(lk.transfer_ms(int(g.memory[i])), 1e12) for lk in g.links)
+        total += sum(min(lk.transfer_ms(int(g.output_bytes[i])), 1e12) for lk in g.links)
         extra = overrides.get((g.nodes[i].id, g.nodes[k].id), {})
         total += sum(min(float(ms), 1e12) for ms in extra.values())
     return total

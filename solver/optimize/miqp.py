@@ -129,7 +129,7 @@ def unbounded_memory(graph: Graph) -> int:
     """Memory no schedule of the solved model can exceed on one device: every tensor resident
     once (``R + S <= 1``) plus the largest set of copied inputs and workspace of one
     operation."""
-    sizes = [int(m) for m in graph.memory]
+    sizes = [int(m) for m in graph.output_bytes]
     work = [int(w) for w in graph.workspace]
     inputs = max(
         (sum(sizes[i] for i in graph.inputs[k]) + work[k] for k in range(graph.n)), default=0
@@ -158,7 +158,7 @@ def memory_units(graph: Graph, rounding: str = "relaxed") -> MemoryUnits:
     """
     if rounding not in ("relaxed", "safe"):
         raise ValueError(f"rounding must be 'relaxed' or 'safe'; got {rounding!r}")
-    sizes = [int(m) for m in graph.memory]
+    sizes = [int(m) for m in graph.output_bytes]
     work = [int(w) for w in graph.workspace]
     cap = unbounded_memory(graph)
     # Every memory sum is a multiple of the gcd of the sizes and workspaces, so a budget
@@ -401,7 +401,11 @@ def fits_on(model: ArrayModel, d: int, k: int) -> bool:
     g = model.graph
     if math.isnan(g.cost[d, k]) or not affordable(model, float(g.cost[d, k])):
         return False
-    need = int(g.memory[k]) + sum(int(g.memory[i]) for i in g.inputs[k]) + int(g.workspace[k])
+    need = (
+        int(g.output_bytes[k])
+        + sum(int(g.output_bytes[i]) for i in g.inputs[k])
+        + int(g.workspace[k])
+    )
     return need <= int(model.memory.budgets[d])
 
 

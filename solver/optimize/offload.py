@@ -138,7 +138,10 @@ def _holds(model: ArrayModel) -> list[list[bool]]:
         reachable = any(link.target == device.name for link in g.links)
         budget = int(model.memory.budgets[d])
         holds.append(
-            [fits_on(model, d, i) or (reachable and int(g.memory[i]) <= budget) for i in range(g.n)]
+            [
+                fits_on(model, d, i) or (reachable and int(g.output_bytes[i]) <= budget)
+                for i in range(g.n)
+            ]
         )
     return holds
 

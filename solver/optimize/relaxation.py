@@ -72,7 +72,7 @@ def build_relaxation(
     :class:`Stopped` soon after ``cancel`` is set."""
     g = graph
     n, num_d = g.n, g.num_devices
-    size = [int(m) for m in g.memory]
+    size = [int(m) for m in g.output_bytes]
     work = [int(w) for w in g.workspace]
     budgets = [int(b) for b in g.activation_budgets]
     last = [max(users, default=-1) for users in g.users]

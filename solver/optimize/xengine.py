@@ -58,7 +58,7 @@ def scale_memory(graph: Graph) -> ScaledMemory:
     >>> s.units.tolist(), s.sizes.tolist(), s.budgets.tolist()
     ([1.0], [[1, 1, 1, 1, 1]], [4])
     """
-    sizes = [int(m) for m in graph.memory]
+    sizes = [int(m) for m in graph.output_bytes]
     work = [int(w) for w in graph.workspace]
     n = len(sizes)
     cap = max(2 * sum(sizes) + max(work, default=0), 1)

@@ -26,7 +26,7 @@ def checkmate_solve(
 ) -> tuple[str, float | None, float]:
     """Solve the plain model with PuLP's CBC: (``"optimal"``, ``"infeasible"`` or
     ``"not proven"``, the objective when proven, wall seconds of the solve)."""
-    n, M, C = graph.n, [int(m) for m in graph.memory], graph.cost[0]
+    n, M, C = graph.n, [int(m) for m in graph.output_bytes], graph.cost[0]
     edges = list(graph.edge_pairs)
     prob = pulp.LpProblem("checkmate", pulp.LpMinimize)
     R = {
