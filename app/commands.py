@@ -208,7 +208,7 @@ class SetMemoryLimitCommand(QUndoCommand):
         self._document = document
         self._device = device
         self._new = int(memory)
-        self._old = int(graph.device(device).memory if old is None else old)
+        self._old = int(graph.device(device).memory_limit if old is None else old)
 
     def redo(self) -> None:
         self._document.set_memory_limits({self._device: self._new})

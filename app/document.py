@@ -102,7 +102,7 @@ class Document(QObject):
     @property
     def memory_limits(self) -> dict[str, int]:
         """Device memory in bytes by device name."""
-        return {d.name: d.memory for d in self._graph.devices} if self._graph else {}
+        return {d.name: d.memory_limit for d in self._graph.devices} if self._graph else {}
 
     def set_memory_limits(self, limits: Mapping[str, int]) -> None:
         if self._graph is None or dict(limits) == {k: self.memory_limits[k] for k in limits}:
@@ -363,7 +363,7 @@ def _cache_method(method: str, offload: bool) -> str:
 
 
 def _memory_limit_items(graph: Graph) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted((d.name, d.memory) for d in graph.devices))
+    return tuple(sorted((d.name, d.memory_limit) for d in graph.devices))
 
 
 def _has_edge(graph: Graph, edge: tuple[str, str]) -> bool:

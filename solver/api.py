@@ -190,8 +190,8 @@ class Plan:
         """The closest plan PyTorch can train by: the best schedule on ``device`` alone, with
         its budget unchanged (Checkmate's model)."""
         return self.model.solve(
-            gpu=self.graph.device("gpu").memory if device == "gpu" else None,
-            cpu=self.graph.device("cpu").memory if device == "cpu" else None,
+            gpu=self.graph.device("gpu").memory_limit if device == "gpu" else None,
+            cpu=self.graph.device("cpu").memory_limit if device == "cpu" else None,
             method=f"checkmate:{device}",
             time_limit=time_limit,
         )

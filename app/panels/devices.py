@@ -120,7 +120,7 @@ class DeviceRow(QFrame):
         if peak > 0:
             self._scale = int(device.fixed_memory + 1.25 * max(peak, low))
         else:  # no nodes yet: nothing to compare with, so span twice the device memory
-            self._scale = max(2 * device.memory, 1)
+            self._scale = max(2 * device.memory_limit, 1)
         self.slider.set_markers(
             [] if peak <= 0 else [
                 (self._to_slider(device.fixed_memory + low), LOWER_COLOUR,
@@ -130,9 +130,9 @@ class DeviceRow(QFrame):
             ]
         )  # fmt: skip
         with QSignalBlocker(self.slider):
-            self.slider.setValue(self._to_slider(device.memory))
+            self.slider.setValue(self._to_slider(device.memory_limit))
         self.size_edit.set_percent_base(device.fixed_memory, peak)
-        self.size_edit.set_value(device.memory)
+        self.size_edit.set_value(device.memory_limit)
         self.landmarks_label.setVisible(peak > 0)
         self.landmarks_label.setText(
             landmarks_text(device.activation_budget, device.fixed_memory, low, peak)
@@ -148,7 +148,7 @@ class DeviceRow(QFrame):
         )
         self.note_label.setVisible(bool(note))
         self.size_edit.setToolTip(
-            f"Device memory, in total: {device.memory:,} bytes"
+            f"Device memory, in total: {device.memory_limit:,} bytes"
             + (
                 f" ({format_size(device.fixed_memory)} fixed + "
                 f"{format_size(device.activation_budget)} for activations)"

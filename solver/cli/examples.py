@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         except XEngineError as exc:
             print(printable(f"{name:<16} (unreadable: {exc})"))
             continue
-        devices = ", ".join(f"{d.name} {format_size(d.memory)}" for d in graph.devices)
+        devices = ", ".join(f"{d.name} {format_size(d.memory_limit)}" for d in graph.devices)
         print(
             printable(
                 f"{name:<16} {graph.n:>4} nodes  {len(graph.edges):>4} edges  {devices}  "

@@ -37,11 +37,14 @@ MAX_TRANSFER_TABLE_BYTES = 2 * 2**30
 
 @dataclass(frozen=True)
 class Device:
-    """A device with its memory; ``fixed_memory`` (weights, optimizer state) is always in use."""
+    """A device and its memory limit; ``fixed_memory`` (weights, optimizer state) is always in use.
+
+    ``memory_limit`` is the file formats' ``memory`` of a device: every byte resident there.
+    """
 
     name: str
     kind: str = "cpu"
-    memory: int = 0
+    memory_limit: int = 0
     fixed_memory: int = 0
     peak_flops: float | None = None
     mem_bandwidth: float | None = None
@@ -50,10 +53,10 @@ class Device:
     def activation_budget(self) -> int:
         """Bytes available to activations: the memory limit less the fixed memory.
 
-        ``memory`` is the device's *memory limit* (everything resident there); the *activation
-        budget* is the ``B_d`` of spec/model.md that the model and the simulator enforce.
+        The *activation budget* is the ``B_d`` of spec/model.md that the model and the
+        simulator enforce.
         """
-        return max(self.memory - self.fixed_memory, 0)
+        return max(self.memory_limit - self.fixed_memory, 0)
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ class Graph:
 
     @cached_property
     def output_bytes(self) -> np.ndarray:
-        """Output bytes ``M_i`` per node (int64); a device's limit is :attr:`Device.memory`."""
+        """Output bytes ``M_i`` per node (int64); a device's limit: :attr:`Device.memory_limit`."""
         return np.array([node.memory for node in self.nodes], dtype=np.int64)
 
     @cached_property
@@ -295,7 +298,8 @@ class Graph:
                 f"unknown device {unknown[0]!r}", where="budgets", fix=f"devices are: {names}"
             )
         devices = tuple(
-            replace(d, memory=int(limits[d.name])) if d.name in limits else d for d in self.devices
+            replace(d, memory_limit=int(limits[d.name])) if d.name in limits else d
+            for d in self.devices
         )
         return replace(self, devices=devices)
 
@@ -391,7 +395,7 @@ def make_graph(
 
     Examples
     --------
-    >>> g = make_graph("ab", [Device("cpu", memory=10)],
+    >>> g = make_graph("ab", [Device("cpu", memory_limit=10)],
     ...                [Node("b", 1, {"cpu": 1.0}), Node("a", 1, {"cpu": 1.0})], [Edge("a", "b")])
     >>> [node.id for node in g.nodes], g.notes
     (['a', 'b'], ('nodes reordered into a topological order: a, b',))
@@ -441,7 +445,10 @@ def _check_devices(devices: tuple[Device, ...], links: tuple[Link, ...]) -> None
         if "->" in device.name:
             raise GraphFormatError("'->' in a device name", where=where, fix="rename it")
         seen.add(device.name)
-        for label, value in (("memory", device.memory), ("fixed_memory", device.fixed_memory)):
+        for label, value in (
+            ("memory", device.memory_limit),
+            ("fixed_memory", device.fixed_memory),
+        ):
             _check_size(value, f"{where}, field '{label}'")
     for link in links:
         where = f"link {link.source} -> {link.target}"

@@ -56,7 +56,7 @@ def graph_from_dict(doc: Any, path: str | os.PathLike | None = None) -> Graph:
     ...     "devices": [{"name": "cpu", "memory": "1 KiB"}],
     ...     "nodes": [{"id": "a", "memory": 8, "cost": {"cpu": 1}},
     ...               {"id": "b", "memory": 8, "cost": {"cpu": 2}, "inputs": ["a"]}]})
-    >>> g.n, g.devices[0].memory, g.edge_pairs
+    >>> g.n, g.devices[0].memory_limit, g.edge_pairs
     (2, 1024, ((0, 1),))
     """
     try:
@@ -115,7 +115,7 @@ def _device(raw: Any, i: int) -> Device:
     return Device(
         name=name,
         kind=get_field(raw, "kind", where, str, "cpu"),
-        memory=size_field(
+        memory_limit=size_field(
             get_field(raw, "memory", where, (int, float, str)), f"{where}, field 'memory'"
         ),
         fixed_memory=size_field(raw.get("fixed_memory", 0), f"{where}, field 'fixed_memory'"),
@@ -296,7 +296,11 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
 
 
 def _device_to_dict(device: Device) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": device.name, "kind": device.kind, "memory": device.memory}
+    entry: dict[str, Any] = {
+        "name": device.name,
+        "kind": device.kind,
+        "memory": device.memory_limit,
+    }
     if device.fixed_memory:
         entry["fixed_memory"] = device.fixed_memory
     for key in ("peak_flops", "mem_bandwidth"):

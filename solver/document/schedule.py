@@ -86,7 +86,7 @@ class Schedule:
     """A complete schedule for a graph under given memory limits (bytes per device name).
 
     ``memory_limits`` is the file's ``budgets`` field: each device's total memory, fixed memory
-    included (``Device.memory``), not the activation budget.
+    included (``Device.memory_limit``), not the activation budget.
     """
 
     graph: str

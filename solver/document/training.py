@@ -52,7 +52,7 @@ def build_training_graph(
     Examples
     --------
     >>> from solver.document.graph import Device
-    >>> fwd = make_graph("ab", [Device("cpu", memory=100)],
+    >>> fwd = make_graph("ab", [Device("cpu", memory_limit=100)],
     ...                  [Node("a", 4, {"cpu": 1.0}), Node("b", 4, {"cpu": 1.0})], [Edge("a", "b")])
     >>> train = build_training_graph(fwd)
     >>> [n.id for n in train.nodes]

@@ -159,7 +159,7 @@ def concurrent_layout(
 
     >>> from solver.document.graph import Device, Edge, Link, Node, make_graph
     >>> from solver.document.schedule import Operation, Schedule, Stage
-    >>> g = make_graph("v", [Device("cpu", memory=9), Device("gpu", memory=9)],
+    >>> g = make_graph("v", [Device("cpu", memory_limit=9), Device("gpu", memory_limit=9)],
     ...     [Node("a", 1, {"cpu": 2.0}), Node("b", 1, {"gpu": 3.0}), Node("c", 1, {"cpu": 1.0})],
     ...     [Edge("a", "c"), Edge("b", "c")], [Link("gpu", "cpu", 1000.0)])
     >>> s = Schedule("v", {}, (

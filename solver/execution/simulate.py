@@ -212,7 +212,7 @@ def simulate(graph: Graph, schedule: Schedule, *, strict: bool = False) -> Timel
     --------
     >>> from solver.document.graph import Device, Node, Edge, make_graph
     >>> from solver.document.schedule import Schedule, Stage, Operation
-    >>> g = make_graph("ab", [Device("cpu", memory=2)],
+    >>> g = make_graph("ab", [Device("cpu", memory_limit=2)],
     ...                [Node("a", 1, {"cpu": 1.0}), Node("b", 1, {"cpu": 2.0})], [Edge("a", "b")])
     >>> s = Schedule("ab", {}, (Stage((Operation("a", "cpu"),), {"cpu": frozenset({"a"})}),
     ...                         Stage((Operation("b", "cpu"),))))

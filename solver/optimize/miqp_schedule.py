@@ -51,7 +51,7 @@ def schedule_from_values(model: ArrayModel, values: np.ndarray, info: SolverInfo
             for d, device in enumerate(g.devices)
         }
         stages.append(Stage(tuple(ops), keep))
-    budgets = {d.name: d.memory for d in g.devices}
+    budgets = {d.name: d.memory_limit for d in g.devices}
     return Schedule(g.name, budgets, tuple(stages), info)
 
 

@@ -114,7 +114,7 @@ def optimize_overlap(
 
     >>> from solver.document.graph import Device, Edge, Node, make_graph
     >>> from solver.optimize.baselines import checkpoint_all
-    >>> g = make_graph("abc", [Device("cpu", memory=9), Device("gpu", memory=9)],
+    >>> g = make_graph("abc", [Device("cpu", memory_limit=9), Device("gpu", memory_limit=9)],
     ...     [Node("a", 1, {"cpu": 3.0}), Node("b", 1, {"cpu": 3.0, "gpu": 1.0}),
     ...      Node("c", 1, {"cpu": 3.0})], [Edge("a", "c")])
     >>> found = optimize_overlap(g, checkpoint_all(g, "cpu"))

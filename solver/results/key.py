@@ -109,7 +109,7 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
     """
     structure = graph_hash(graph)
     method = keyed_method(method, options)
-    memory_limits = tuple((d.name, int(d.memory)) for d in graph.devices)
+    memory_limits = tuple((d.name, int(d.memory_limit)) for d in graph.devices)
     if is_deterministic(method):
         backend, gap = "", None
         warm = None

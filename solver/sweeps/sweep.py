@@ -139,7 +139,7 @@ def sweep_tasks(
     --------
     >>> from solver.document.generators import unit_chain
     >>> tasks = sweep_tasks(unit_chain(2), "cpu", [1.0, 0.5], ["checkpoint-all"], SolveOptions())
-    >>> [(t.index, t.activation_budget, t.graph.device("cpu").memory) for t in tasks]
+    >>> [(t.index, t.activation_budget, t.graph.device("cpu").memory_limit) for t in tasks]
     [(0, 4, 4), (1, 2, 2)]
     """
     peak = no_remat_peak(graph)

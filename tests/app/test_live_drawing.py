@@ -78,7 +78,7 @@ def test_a_memory_limit_moved_during_a_solve_is_said_then_and_on_its_result(
     window.controller.solve()
     worker = window.controller.current_worker
     device = graph.devices[-1]
-    document.set_memory_limits({device.name: device.memory // 2})  # a slider dragged
+    document.set_memory_limits({device.name: device.memory_limit // 2})  # a slider dragged
     with qtbot.waitSignal(window.controller.progressed, timeout=2_000):
         worker.signals.progress.emit(Progress(1.0, incumbent=12.0, bound=9.0))
     status = panel.status_label.text()
@@ -90,5 +90,5 @@ def test_a_memory_limit_moved_during_a_solve_is_said_then_and_on_its_result(
     assert "for other memory limits" in panel.status_label.text()
     gantt = window.schedule_tabs.widget(0).gantt
     assert "solved for other memory limits" in gantt.summary_text
-    document.set_memory_limits({device.name: device.memory})  # dragged back: current again
+    document.set_memory_limits({device.name: device.memory_limit})  # dragged back: current again
     assert "other memory limits" not in gantt.summary_text

@@ -106,7 +106,7 @@ def test_teaching_graph_says_why_its_gpu_is_below_the_lower_bound(make_window):
     assert "XEngine runs it on cpu" in note
     assert row.percent_label.toolTip() == note
     assert not window.devices_panel.rows["cpu"].note_label.isVisibleTo(row)
-    window.document.edit(SetMemoryLimitCommand, "gpu", 10 * graph.device("gpu").memory)
+    window.document.edit(SetMemoryLimitCommand, "gpu", 10 * graph.device("gpu").memory_limit)
     assert not row.note_label.isVisibleTo(row)
     assert "elsewhere" not in row.percent_label.text()
 

@@ -56,7 +56,7 @@ SPEC_EXAMPLE = {
 
 def test_spec_example_reads_with_units_links_and_overrides():
     graph = graph_from_dict(SPEC_EXAMPLE)
-    assert graph.device("cpu").memory == 16 * 1024**3
+    assert graph.device("cpu").memory_limit == 16 * 1024**3
     assert [n.memory for n in graph.nodes] == [1_000_000, 4_000_000]
     assert graph.transfer_ms("fc1", "fc2", "cpu", "gpu") == 3.0
     assert graph.transfer_ms("fc1", "fc2", "gpu", "cpu") == 8.0

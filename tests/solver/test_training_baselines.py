@@ -23,7 +23,7 @@ from solver.optimize.methods import compare, solve
 def _chain(layers: int, budget: int = 100):
     nodes = [Node(f"f{i}", 1, {"cpu": 1.0}) for i in range(layers)]
     edges = [Edge(f"f{i}", f"f{i + 1}") for i in range(layers - 1)]
-    return make_graph("chain", [Device("cpu", memory=budget)], nodes, edges)
+    return make_graph("chain", [Device("cpu", memory_limit=budget)], nodes, edges)
 
 
 def test_training_graph_of_a_chain_is_checkmates_unit_chain():
@@ -40,7 +40,7 @@ def test_training_graph_of_a_chain_is_checkmates_unit_chain():
 def test_training_graph_default_rules_and_costs():
     forward = make_graph(
         "diamond",
-        [Device("cpu", memory=100)],
+        [Device("cpu", memory_limit=100)],
         [Node("a", 2, {"cpu": 1.0}), Node("b", 3, {"cpu": 2.0}), Node("c", 5, {"cpu": 4.0})],
         [Edge("a", "b"), Edge("a", "c"), Edge("b", "c")],
     )

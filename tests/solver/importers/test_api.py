@@ -38,7 +38,7 @@ def test_the_readme_python_example_runs(tmp_path, monkeypatch):
     graph = namespace["model"].graph
     for device in ("gpu", "cpu"):
         fixed = graph.device(device).fixed_memory
-        assert plan.graph.device(device).memory == fixed + int(0.6 * no_remat_peak(graph))
+        assert plan.graph.device(device).memory_limit == fixed + int(0.6 * no_remat_peak(graph))
     assert "gpu: peak" in plan.summary() and "cpu: peak" in plan.summary()
 
 
@@ -63,7 +63,7 @@ def test_budgets_in_bytes_and_units_and_their_errors():
     net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     model = solver.import_model(net, torch.randn(4, 8))
     plan = model.solve(gpu="1GiB", cpu=2**30, method="greedy")
-    assert plan.graph.device("gpu").memory == plan.graph.device("cpu").memory == 2**30
+    assert plan.graph.device("gpu").memory_limit == plan.graph.device("cpu").memory_limit == 2**30
     with pytest.raises(XEngineError, match="a percentage from 0% to 1000%"):
         model.solve(gpu="-5%")
     with pytest.raises(XEngineError, match="no schedule"):

@@ -27,7 +27,7 @@ def test_bundled_graph_loads_and_validates(stem):
     assert all(set(node.cost) == {"cpu", "gpu"} for node in graph.nodes)
     gpu = graph.device("gpu")
     assert (
-        gpu.memory
+        gpu.memory_limit
         == no_remat_peak(graph) + gpu.fixed_memory
         == (graph.meta["peak_no_remat"] + gpu.fixed_memory)
     )
