@@ -120,6 +120,9 @@ class SetNodePropertyCommand(GraphCommand):
 
     FIELDS = ("memory", "workspace", "cost", "kind", "op")
     SIZES = ("memory", "workspace")
+    LABELS = {"memory": "output size"}
+    """How the Edit menu names a field where its name alone would not say (a node's
+    ``memory`` is its output, the inspector's "Output")."""
 
     def __init__(self, document: Document, node_id: str, field: str, value: object):
         if field not in self.FIELDS:
@@ -128,7 +131,8 @@ class SetNodePropertyCommand(GraphCommand):
             value = dict(value)  # type: ignore[call-overload]
         graph = edits.set_node_fields(_graph_of(document), node_id, **{field: value})
         sized = field in self.SIZES
-        text = f"Set {field} of {node_id}" + (f" to {format_size(value)}" if sized else "")
+        label = self.LABELS.get(field, field)
+        text = f"Set {label} of {node_id}" + (f" to {format_size(value)}" if sized else "")
         super().__init__(document, graph, text)
 
 

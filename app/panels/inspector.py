@@ -102,7 +102,7 @@ class _NodePage(QWidget):
         self._form.addRow("Id", self.id_edit)
         self._form.addRow("Op", self.op_edit)
         self._form.addRow("Kind", self.kind_box)
-        self._form.addRow("Memory", self.memory_edit)
+        self._form.addRow("Output", self.memory_edit)
         self._form.addRow("Workspace", self.workspace_edit)
         self._costs = QFormLayout()
         layout = QVBoxLayout(self)
