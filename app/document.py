@@ -102,7 +102,7 @@ class Document(QObject):
     @property
     def memory_limits(self) -> dict[str, int]:
         """Device memory in bytes by device name."""
-        return {d.name: d.memory_limit for d in self._graph.devices} if self._graph else {}
+        return dict(self._graph.memory_limits) if self._graph else {}
 
     def set_memory_limits(self, limits: Mapping[str, int]) -> None:
         if self._graph is None or dict(limits) == {k: self.memory_limits[k] for k in limits}:

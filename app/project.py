@@ -127,7 +127,7 @@ def project_to_dict(project: Project) -> dict[str, Any]:
         "format": PROJECT_FORMAT,
         "version": 1,
         "graph": graph_to_dict(graph),
-        "budgets": {d.name: d.memory_limit for d in graph.devices},
+        "budgets": dict(graph.memory_limits),
         "solver": asdict(project.settings),
         "schedule": schedule_to_dict(result.schedule) if result and result.schedule else None,
     }

@@ -398,7 +398,7 @@ class SolverPanel(FollowsTheme, QWidget):
         if request is None or graph is None:
             return ""
         now = self._document.memory_limits
-        then = {d.name: d.memory_limit for d in request.graph.devices}
+        then = dict(request.graph.memory_limits)
         moved = [f"{d} {format_size(then[d])}" for d in sorted(then) if now.get(d) != then[d]]
         if not moved:
             return ""

@@ -213,6 +213,16 @@ class Graph:
         return table
 
     @cached_property
+    def memory_limits(self) -> Mapping[str, int]:
+        """Each device's memory limit by name (read-only): a schedule's ``budgets``.
+
+        >>> from solver.document.generators import unit_chain
+        >>> dict(unit_chain(2, budget=5).memory_limits)
+        {'cpu': 5}
+        """
+        return _ReadOnlyMap({d.name: d.memory_limit for d in self.devices})
+
+    @cached_property
     def activation_budgets(self) -> np.ndarray:
         """Activation budget ``B_d`` in bytes per device (memory limit less fixed memory)."""
         return np.array([d.activation_budget for d in self.devices], dtype=np.int64)

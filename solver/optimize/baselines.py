@@ -59,8 +59,7 @@ def schedule_with_checkpoints(
             keep_by_device.setdefault(placement[i], set()).add(graph.nodes[i].id)
         stages.append(Stage(ops, {d: frozenset(ids) for d, ids in keep_by_device.items()}))
         resident = kept
-    budgets = {d.name: d.memory_limit for d in graph.devices}
-    return Schedule(graph.name, budgets, tuple(stages), SolverInfo(method=method))
+    return Schedule(graph.name, graph.memory_limits, tuple(stages), SolverInfo(method=method))
 
 
 def _operation(graph: Graph, k: int, placement: list[str]) -> Operation:

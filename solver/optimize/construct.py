@@ -544,8 +544,7 @@ class _Repair:
                 if len(mine):
                     keep[name] = frozenset(ids[mine].tolist())
             stages.append(Stage(operations, keep))
-        budgets = {d.name: d.memory_limit for d in g.devices}
-        return Schedule(g.name, budgets, tuple(stages), SolverInfo(method=method))
+        return Schedule(g.name, g.memory_limits, tuple(stages), SolverInfo(method=method))
 
     def _operation(self, k: int) -> Operation:
         g, d = self.g, self.place[k]

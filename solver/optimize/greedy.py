@@ -70,8 +70,7 @@ def greedy_heterogeneous(graph: Graph) -> BaselineResult:
             keep.setdefault(graph.devices[dev].name, set()).add(graph.nodes[i].id)
         op = Operation(graph.nodes[t].id, graph.devices[d].name, inputs)
         stages.append(Stage((op,), {k: frozenset(v) for k, v in keep.items()}))
-    budgets = {dev.name: dev.memory_limit for dev in graph.devices}
-    schedule = Schedule(graph.name, budgets, tuple(stages), SolverInfo(method="greedy"))
+    schedule = Schedule(graph.name, graph.memory_limits, tuple(stages), SolverInfo(method="greedy"))
     timeline = simulate(graph, schedule)
     if not timeline.valid:
         return BaselineResult(None, None, f"greedy: {timeline.violation}")

@@ -474,5 +474,4 @@ def schedule_from_solution(im: IntervalModel, value, info: SolverInfo) -> Schedu
                 if start < boundary <= needed_until.get((v, d, c), -1):
                     keep.setdefault(g.devices[d].name, set()).add(g.nodes[v].id)
         stages.append(Stage(tuple(ops), {k: frozenset(s) for k, s in keep.items()}))
-    budgets = {dev.name: dev.memory_limit for dev in g.devices}
-    return Schedule(g.name, budgets, tuple(stages), info)
+    return Schedule(g.name, g.memory_limits, tuple(stages), info)

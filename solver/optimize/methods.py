@@ -159,8 +159,7 @@ def _single_device(graph, name, device, options, on_progress, cancel) -> SolveRe
         result = solve_xengine(alone, paper, on_progress, cancel, method=f"checkmate:{device}")
         if result.schedule is None:
             return result
-        limits = {d.name: d.memory_limit for d in graph.devices}
-        schedule = replace(result.schedule, memory_limits=limits)
+        schedule = replace(result.schedule, memory_limits=graph.memory_limits)
         return replace(result, schedule=schedule, timeline=simulate(graph, schedule))
     return _baseline(graph, name, device)
 

@@ -51,8 +51,7 @@ def schedule_from_values(model: ArrayModel, values: np.ndarray, info: SolverInfo
             for d, device in enumerate(g.devices)
         }
         stages.append(Stage(tuple(ops), keep))
-    budgets = {d.name: d.memory_limit for d in g.devices}
-    return Schedule(g.name, budgets, tuple(stages), info)
+    return Schedule(g.name, g.memory_limits, tuple(stages), info)
 
 
 def _sources(model: ArrayModel, values: np.ndarray, d: int, t: int, k: int) -> dict[str, str]:
