@@ -6,7 +6,7 @@ The Python API (:mod:`solver.api`) is here too, loaded when first used (``import
 stays light and needs no torch):
 
 * :func:`import_model` (an ``nn.Module`` and example inputs -> :class:`ImportedModel`);
-* :meth:`ImportedModel.solve` (budgets such as ``gpu="60%"`` or ``"8GiB"`` -> :class:`Plan`);
+* :meth:`ImportedModel.solve` (memory limits such as ``gpu="60%"`` or ``"8GiB"`` -> :class:`Plan`);
 * :meth:`Plan.summary`, :meth:`Plan.execute`, :meth:`Plan.export_policy`,
   :meth:`Plan.train_step` and :meth:`Plan.single_device`.
 """

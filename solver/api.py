@@ -36,7 +36,7 @@ from solver.optimize.incumbents import SolveResult
 
 __all__ = ["ImportedModel", "Plan", "import_model"]
 
-Budget = str | int | float | None
+MemoryLimit = str | int | float | None
 """A device's memory limit: ``"60%"`` (of the step's activations without rematerialization,
 on top of the fixed memory), a size (``"8GiB"``, bytes as an int), or ``None``: unlimited."""
 
@@ -107,15 +107,16 @@ class ImportedModel:
 
     def solve(
         self,
-        gpu: Budget = "60%",
-        cpu: Budget = None,
+        gpu: MemoryLimit = "60%",
+        cpu: MemoryLimit = None,
         *,
         method: str = "xengine",
         time_limit: float = 60.0,
         offload: bool = False,
     ) -> Plan:
         """The fastest schedule (``method``: ``xengine``, ``greedy``, ``checkmate:gpu``, ...)
-        under the budgets: ``"60%"``, ``"8GiB"``, a byte count, or ``None`` for unlimited.
+        under the memory limits ``gpu`` and ``cpu``: ``"60%"``, ``"8GiB"``, a byte count, or
+        ``None`` for unlimited.
 
         Raises
         ------
@@ -142,7 +143,7 @@ class Plan:
 
     model: ImportedModel
     graph: Graph
-    """The imported graph with the budgets the plan was solved under."""
+    """The imported graph with the memory limits the plan was solved under."""
     result: SolveResult
 
     @property
@@ -246,17 +247,17 @@ class Plan:
         return value.detach()
 
 
-def _limit(graph: Graph, device: str, budget: Budget) -> int | None:
-    """A device's memory limit in bytes from a :data:`Budget` (fixed memory included)."""
-    if budget is None:
+def _limit(graph: Graph, device: str, limit: MemoryLimit) -> int | None:
+    """A device's memory limit in bytes from a :data:`MemoryLimit` (fixed memory included)."""
+    if limit is None:
         return None
     fixed = graph.device(device).fixed_memory
-    if isinstance(budget, str) and budget.strip().endswith("%"):
-        share = float(budget.strip()[:-1]) / 100
+    if isinstance(limit, str) and limit.strip().endswith("%"):
+        share = float(limit.strip()[:-1]) / 100
         if not 0 <= share <= 10:
-            raise XEngineError(f"{device}={budget!r}: a percentage from 0% to 1000%")
+            raise XEngineError(f"{device}={limit!r}: a percentage from 0% to 1000%")
         return fixed + int(share * no_remat_peak(graph))
-    return parse_size(budget)
+    return parse_size(limit)
 
 
 def _input_spec(torch: Any, tensor: Any) -> Any:

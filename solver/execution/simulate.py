@@ -203,7 +203,7 @@ def effective_graph(
 
 
 def simulate(graph: Graph, schedule: Schedule, *, strict: bool = False) -> Timeline:
-    """Replay ``schedule`` on ``graph`` (whose device memory are the budgets) serially.
+    """Replay ``schedule`` on ``graph`` (within its devices' activation budgets) serially.
 
     With ``strict`` the first violation is raised as :class:`ScheduleViolation`; otherwise the
     timeline up to it is returned with ``violation`` set, so that a view can show where it broke.

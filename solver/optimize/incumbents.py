@@ -336,6 +336,6 @@ def _without_schedule(graph: Graph, result: SolveResult) -> SolveResult:
         return replace(
             result,
             message="the time limit ran out before any schedule was found; "
-            "raise the time limit or the budgets",
+            "raise the time limit or the memory limits",
         )
     return result

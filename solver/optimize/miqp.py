@@ -346,7 +346,7 @@ def build_array_model(
     Parameters
     ----------
     graph : Graph
-        The graph, with its devices' budgets.
+        The graph, with its devices' memory limits.
     rounding : str
         How memory is rounded where a device's sizes have no usable common divisor; see
         :func:`memory_units`. Irrelevant where they have one (the model is then exact).
