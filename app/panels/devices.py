@@ -1,9 +1,10 @@
-"""The devices panel: one budget slider per device, the links between devices, add/remove/rename.
+"""The devices panel: a memory-limit slider per device, the links between them, add/remove/rename.
 
-Each row shows where the budget sits between the two landmarks of spec/model.md §4: below
-``lower_bound(graph, device)`` that device cannot run all its nodes, at ``no_remat_peak(graph)``
-nothing needs recomputing. A slider drag previews budgets live and is one undo entry (pushed on
-release). Listens to ``graph_changed`` (rebuild) and ``memory_limits_changed`` (update values).
+Each row shows where the activation budget sits between the two landmarks of spec/model.md §4:
+below ``lower_bound(graph, device)`` that device cannot run all its nodes, at
+``no_remat_peak(graph)`` nothing needs recomputing. A slider drag previews memory limits live
+and is one undo entry (pushed on release). Listens to ``graph_changed`` (rebuild) and
+``memory_limits_changed`` (update values).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ PEAK_COLOUR = "#2ca02c"
 
 
 class DeviceRow(QFrame):
-    """Name, kind, budget slider, exact field and percent-of-peak for one device."""
+    """Name, kind, memory-limit slider, exact field and percent-of-peak for one device."""
 
     def __init__(self, document: Document, device: Device, parent: QWidget | None = None):
         super().__init__(parent)

@@ -174,7 +174,7 @@ class ExplorerView(FollowsTheme, QWidget):
         self._status.setWordWrap(True)
         self._apply = QPushButton()
         self._apply.setToolTip("Set the memory limits to the ones this schedule was found for")
-        self._apply.clicked.connect(self.apply_shown_budget)
+        self._apply.clicked.connect(self.apply_shown_memory_limits)
         self._apply.hide()
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Budget of"))
@@ -287,25 +287,26 @@ class ExplorerView(FollowsTheme, QWidget):
 
     @property
     def apply_button(self) -> QPushButton:
-        """ "Apply this budget": shown while the schedule on display is a sweep point's found
-        for budgets other than the sliders'."""
+        """ "Apply this memory limit": shown while the schedule on display is a sweep point's
+        found for memory limits other than the sliders'."""
         return self._apply
 
-    def apply_shown_budget(self) -> None:
-        """Move the sliders to the budgets of the sweep point on display (one undo entry each)."""
-        changes = self._budget_changes()
+    def apply_shown_memory_limits(self) -> None:
+        """Move the sliders to the memory limits of the sweep point on display (one undo entry
+        each)."""
+        changes = self._memory_limit_changes()
         if not changes:
             return
         result = self._document.result
-        for device, budget in changes.items():
-            self._document.edit(SetMemoryLimitCommand, device, budget)
+        for device, limit in changes.items():
+            self._document.edit(SetMemoryLimitCommand, device, limit)
         key = self._document.result_key()
         if key is not None and self._document.is_result_current():
             self._document.cache_result(key, result)  # coming back here shows it again
         self._redraw_apply()
 
-    def _budget_changes(self) -> dict[str, int]:
-        """Budgets of the sweep point on display that differ from the document's."""
+    def _memory_limit_changes(self) -> dict[str, int]:
+        """Memory limits of the sweep point on display that differ from the document's."""
         result = self._document.result
         if result is None or result.schedule is None:
             return {}
@@ -319,7 +320,7 @@ class ExplorerView(FollowsTheme, QWidget):
         }
 
     def _redraw_apply(self) -> None:
-        changes = self._budget_changes()
+        changes = self._memory_limit_changes()
         self._apply.setVisible(bool(changes))
         if changes:
             text = ", ".join(f"{d} = {format_size(b)}" for d, b in changes.items())
