@@ -3,6 +3,40 @@
 from __future__ import annotations
 
 from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph
+from solver.document.schedule import Operation, Schedule, Stage
+
+SPEC_EXAMPLE = {
+    "format": "remat-graph",
+    "version": 1,
+    "name": "two-layer chain",
+    "devices": [
+        {"name": "cpu", "kind": "cpu", "memory": "16 GiB"},
+        {"name": "gpu", "kind": "gpu", "memory": 4000000},
+    ],
+    "links": [
+        {"from": "cpu", "to": "gpu", "bandwidth": "12 GB/s", "latency_ms": 0.01},
+        {"from": "gpu", "to": "cpu", "bandwidth": "12 GB/s", "latency_ms": 0.01},
+    ],
+    "nodes": [
+        {
+            "id": "fc1",
+            "op": "Gemm",
+            "kind": "forward",
+            "memory": 1000000,
+            "cost": {"cpu": 1.0, "gpu": 10.0},
+        },
+        {
+            "id": "fc2",
+            "op": "Gemm",
+            "kind": "forward",
+            "memory": "4 MB",
+            "cost": {"cpu": 10.0, "gpu": 1.0},
+            "inputs": ["fc1"],
+        },
+    ],
+    "edges": [{"from": "fc1", "to": "fc2", "transfer_ms": {"cpu->gpu": 3, "gpu->cpu": 8}}],
+}
+"""The example graph of the file format's specification, as a document."""
 
 
 def two_node_graph(cpu_to_gpu_ms: float | None = 3.0, budget: int = 10**6) -> Graph:
@@ -21,3 +55,40 @@ def fan_in_graph(gpu_budget: int, link: bool = True) -> Graph:
     links = [Link("cpu", "gpu", 1000.0, 0.0), Link("gpu", "cpu", 1000.0, 0.0)] if link else []
     nodes = [Node(x, 1, {"cpu": 10.0, "gpu": 1.0}) for x in "abc"]
     return make_graph("fan-in", devices, nodes, [Edge("a", "c"), Edge("b", "c")], links)
+
+
+def offload_chain(link_ms: float, gpu_budget: int = 3, cpu_runs: bool = False) -> Graph:
+    """``a -> b -> c -> d`` and ``a -> d``; sizes 1, 2, 1, 1 bytes; GPU costs 10, 1, 1, 1 ms.
+
+    At a GPU budget of 3, ``a`` cannot stay on the GPU through stage ``c`` (a + b + c = 4
+    bytes), so ``d`` needs ``a`` back: recompute it (10 ms, total 23) or offload it to the
+    host and copy it back (two copies of 1 byte, ``link_ms`` each: total 13 + 2 link_ms).
+    The host cannot run anything unless ``cpu_runs`` (then at 100 ms per node).
+    """
+    cpu = {"cpu": 100.0} if cpu_runs else {}
+    nodes = [
+        Node("a", 1, {"gpu": 10.0, **cpu}),
+        Node("b", 2, {"gpu": 1.0, **cpu}),
+        Node("c", 1, {"gpu": 1.0, **cpu}),
+        Node("d", 1, {"gpu": 1.0, **cpu}),
+    ]
+    edges = [Edge("a", "b"), Edge("b", "c"), Edge("c", "d"), Edge("a", "d")]
+    bandwidth = 1000.0 / link_ms  # bytes per second: 1 byte takes link_ms
+    links = [Link("gpu", "cpu", bandwidth), Link("cpu", "gpu", bandwidth)]
+    devices = [Device("cpu", "cpu", 100), Device("gpu", "gpu", gpu_budget)]
+    return make_graph("offload chain", devices, nodes, edges, links)
+
+
+def offloading_schedule() -> Schedule:
+    """``a`` offloaded at the end of stage 1, copied back and kept at the end of stage 2."""
+    keep = {"gpu": frozenset({"a"})}
+    return Schedule(
+        "offload chain",
+        {},
+        (
+            Stage((Operation("a", "gpu"),), keep),
+            Stage((Operation("b", "gpu"),), {"gpu": frozenset({"b"})}, {"cpu": {"a": "gpu"}}),
+            Stage((Operation("c", "gpu"),), {"gpu": frozenset({"c"})}, {"gpu": {"a": "cpu"}}),
+            Stage((Operation("d", "gpu"),)),
+        ),
+    )

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_formats import SPEC_EXAMPLE
+from handmade import SPEC_EXAMPLE
 
 from solver.cli import main
 from solver.document.graph_io import load_graph

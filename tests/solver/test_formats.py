@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 
 import pytest
+from handmade import SPEC_EXAMPLE
 
 from solver.document.atomic import atomic_write_bytes, atomic_write_text
 from solver.document.examples import bundled_graphs
@@ -20,38 +21,6 @@ from solver.document.units import parse_size
 from solver.errors import FileWriteError, GraphFormatError, ScheduleFormatError
 from solver.execution.simulate import check_schedule
 from solver.optimize.methods import solve
-
-SPEC_EXAMPLE = {
-    "format": "remat-graph",
-    "version": 1,
-    "name": "two-layer chain",
-    "devices": [
-        {"name": "cpu", "kind": "cpu", "memory": "16 GiB"},
-        {"name": "gpu", "kind": "gpu", "memory": 4000000},
-    ],
-    "links": [
-        {"from": "cpu", "to": "gpu", "bandwidth": "12 GB/s", "latency_ms": 0.01},
-        {"from": "gpu", "to": "cpu", "bandwidth": "12 GB/s", "latency_ms": 0.01},
-    ],
-    "nodes": [
-        {
-            "id": "fc1",
-            "op": "Gemm",
-            "kind": "forward",
-            "memory": 1000000,
-            "cost": {"cpu": 1.0, "gpu": 10.0},
-        },
-        {
-            "id": "fc2",
-            "op": "Gemm",
-            "kind": "forward",
-            "memory": "4 MB",
-            "cost": {"cpu": 10.0, "gpu": 1.0},
-            "inputs": ["fc1"],
-        },
-    ],
-    "edges": [{"from": "fc1", "to": "fc2", "transfer_ms": {"cpu->gpu": 3, "gpu->cpu": 8}}],
-}
 
 
 def test_spec_example_reads_with_units_links_and_overrides():

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_formats import SPEC_EXAMPLE
+from handmade import SPEC_EXAMPLE
 
 from solver.cli import main
 from solver.document.examples import bundled_graphs

@@ -11,7 +11,7 @@ from pathlib import Path
 import pulp
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.document.generators import unit_chain
 from solver.document.graph import Device, Edge, Node, make_graph

@@ -4,13 +4,14 @@ schedule format's keep entries, the concurrent layout, and the MIQP option."""
 from __future__ import annotations
 
 import pytest
+from handmade import offload_chain, offloading_schedule
 from hypothesis import HealthCheck, given, settings
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.document.generators import unit_chain
-from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph
+from solver.document.graph import Graph, make_graph
 from solver.document.graph_io import graph_from_dict
-from solver.document.schedule import Operation, Schedule, Stage
+from solver.document.schedule import Schedule, Stage
 from solver.document.schedule_io import schedule_from_dict, schedule_to_dict
 from solver.errors import ScheduleFormatError
 from solver.execution.concurrent import concurrent_layout
@@ -18,43 +19,6 @@ from solver.execution.simulate import check_schedule, simulate
 from solver.optimize.offload import OFFLOAD_METHOD, build_offload_model
 from solver.optimize.solve import SolveOptions, solve_offload, solve_xengine
 from solver.status import SolveStatus
-
-
-def offload_chain(link_ms: float, gpu_budget: int = 3, cpu_runs: bool = False) -> Graph:
-    """``a -> b -> c -> d`` and ``a -> d``; sizes 1, 2, 1, 1 bytes; GPU costs 10, 1, 1, 1 ms.
-
-    At a GPU budget of 3, ``a`` cannot stay on the GPU through stage ``c`` (a + b + c = 4
-    bytes), so ``d`` needs ``a`` back: recompute it (10 ms, total 23) or offload it to the
-    host and copy it back (two copies of 1 byte, ``link_ms`` each: total 13 + 2 link_ms).
-    The host cannot run anything unless ``cpu_runs`` (then at 100 ms per node).
-    """
-    cpu = {"cpu": 100.0} if cpu_runs else {}
-    nodes = [
-        Node("a", 1, {"gpu": 10.0, **cpu}),
-        Node("b", 2, {"gpu": 1.0, **cpu}),
-        Node("c", 1, {"gpu": 1.0, **cpu}),
-        Node("d", 1, {"gpu": 1.0, **cpu}),
-    ]
-    edges = [Edge("a", "b"), Edge("b", "c"), Edge("c", "d"), Edge("a", "d")]
-    bandwidth = 1000.0 / link_ms  # bytes per second: 1 byte takes link_ms
-    links = [Link("gpu", "cpu", bandwidth), Link("cpu", "gpu", bandwidth)]
-    devices = [Device("cpu", "cpu", 100), Device("gpu", "gpu", gpu_budget)]
-    return make_graph("offload chain", devices, nodes, edges, links)
-
-
-def offloading_schedule() -> Schedule:
-    """``a`` offloaded at the end of stage 1, copied back and kept at the end of stage 2."""
-    keep = {"gpu": frozenset({"a"})}
-    return Schedule(
-        "offload chain",
-        {},
-        (
-            Stage((Operation("a", "gpu"),), keep),
-            Stage((Operation("b", "gpu"),), {"gpu": frozenset({"b"})}, {"cpu": {"a": "gpu"}}),
-            Stage((Operation("c", "gpu"),), {"gpu": frozenset({"c"})}, {"gpu": {"a": "cpu"}}),
-            Stage((Operation("d", "gpu"),)),
-        ),
-    )
 
 
 # ----- simulator -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from test_offload import offload_chain, offloading_schedule
+from handmade import offload_chain, offloading_schedule
 
 from solver.document.graph import Device, Edge, Link, Node, make_graph
 from solver.execution.simulate import check_schedule, simulate

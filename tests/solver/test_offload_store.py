@@ -9,7 +9,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_offload import offload_chain
+from handmade import offload_chain
 
 from solver.cli import main
 from solver.document.generators import unit_chain

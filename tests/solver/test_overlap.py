@@ -7,7 +7,7 @@ import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.cli import main
 from solver.document.generators import unit_chain

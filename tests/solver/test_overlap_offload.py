@@ -5,9 +5,9 @@ recomputing). Every candidate is replayed; hand-derived values from tests/solver
 from __future__ import annotations
 
 import pytest
+from handmade import offload_chain, offloading_schedule
 from hypothesis import HealthCheck, given, settings
-from test_offload import offload_chain, offloading_schedule
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.cli import main
 from solver.document.graph_io import graph_from_dict, save_graph

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 
+from handmade import SPEC_EXAMPLE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_formats import SPEC_EXAMPLE
+from strategies import small_graphs
 
 from solver.document.graph_io import graph_from_dict
 from solver.errors import GraphFormatError
@@ -66,41 +67,6 @@ def test_loader_on_corrupted_spec_example_raises_only_format_errors(path, value,
         graph_from_dict(doc)
     except GraphFormatError as exc:
         assert str(exc)
-
-
-@st.composite
-def small_graphs(draw):
-    n = draw(st.integers(2, 6))
-    nodes = []
-    for k in range(n):
-        inputs = draw(st.lists(st.integers(0, k - 1), max_size=2, unique=True)) if k else []
-        cost = {"cpu": draw(st.integers(1, 9)), "gpu": draw(st.integers(1, 9))}
-        if draw(st.booleans()):
-            del cost[draw(st.sampled_from(["cpu", "gpu"]))]
-        nodes.append(
-            {
-                "id": f"v{k}",
-                "memory": draw(st.integers(0, 4)),
-                "cost": cost,
-                "inputs": [f"v{i}" for i in inputs],
-            }
-        )
-    devices = [
-        {"name": "cpu", "memory": draw(st.integers(0, 12))},
-        {"name": "gpu", "memory": draw(st.integers(0, 12))},
-    ]
-    links = [
-        {"from": "cpu", "to": "gpu", "bandwidth": 1000},
-        {"from": "gpu", "to": "cpu", "bandwidth": 500, "latency_ms": 0.5},
-    ]
-    return {
-        "format": "remat-graph",
-        "version": 1,
-        "name": "random",
-        "devices": devices,
-        "links": links,
-        "nodes": nodes,
-    }
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
