@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph
 from solver.document.schedule import Operation, Schedule, Stage
 
@@ -37,6 +39,33 @@ SPEC_EXAMPLE = {
     "edges": [{"from": "fc1", "to": "fc2", "transfer_ms": {"cpu->gpu": 3, "gpu->cpu": 8}}],
 }
 """The example graph of the file format's specification, as a document."""
+
+
+def broken_spec_example(edit) -> dict:
+    """A copy of :data:`SPEC_EXAMPLE` after ``edit(doc)``."""
+    doc = copy.deepcopy(SPEC_EXAMPLE)
+    edit(doc)
+    return doc
+
+
+GRAPH_ERRORS = [
+    (lambda d: d["nodes"][1].update(memory="-4 MiB"), r"node 'fc2', field 'memory'.*negative"),
+    (lambda d: d["nodes"][1].update(inputs=["fc2"]), "self-loop"),
+    (lambda d: d["nodes"][0].update(inputs=["fc2"]), "cycle: fc1 -> fc2 -> fc1"),
+    (lambda d: d["nodes"][1].update(inputs=["nope"]), "unknown node 'nope'"),
+    (lambda d: d["nodes"][0].update(cost={"tpu": 1}), r"node 'fc1', field 'cost'.*'tpu'"),
+    (lambda d: d["nodes"][0].update(cost={"cpu": -1}), "negative"),
+    (lambda d: d["nodes"][1].update(id="fc1"), "duplicate node id"),
+    (lambda d: d["devices"].append({"name": "cpu", "memory": 1}), "duplicate device"),
+    (lambda d: d["links"].append({"from": "cpu", "to": "npu", "bandwidth": 1}), "'npu'"),
+    (lambda d: d["devices"][1].update(memory="lots"), "not a size"),
+    (lambda d: d["edges"][0]["transfer_ms"].update({"cpu->cpu": 1}), "bad transfer key"),
+    (lambda d: d.update(format="other"), "'format'"),
+    (lambda d: d.update(nodes=[]), "no nodes"),
+    (lambda d: d["nodes"][0].pop("memory"), "missing field 'memory'"),
+    (lambda d: d["nodes"][0].update(kind="sideways"), "unknown kind"),
+]
+"""Edits of the spec example, each with words its error message must contain."""
 
 
 def two_node_graph(cpu_to_gpu_ms: float | None = 3.0, budget: int = 10**6) -> Graph:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from handmade import SPEC_EXAMPLE
+from handmade import GRAPH_ERRORS, SPEC_EXAMPLE, broken_spec_example
 
 from solver.cli import main
 from solver.document.graph_io import load_graph
@@ -178,10 +178,8 @@ def test_every_command_is_a_subcommand_with_its_own_help(capsys):
 
 
 def test_every_kind_of_graph_error_exits_2_with_one_line(tmp_path, capsys):
-    from test_formats import GRAPH_ERRORS, _broken
-
     for j, (edit, words) in enumerate(GRAPH_ERRORS):
-        path = _write(tmp_path, _broken(edit), f"bad{j}.graph.json")
+        path = _write(tmp_path, broken_spec_example(edit), f"bad{j}.graph.json")
         assert main(["solve", path]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: {path}: ") and err.count("\n") == 1, err

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.cli import main
 from solver.document.examples import bundled_graphs

@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from handmade import SPEC_EXAMPLE
+from handmade import GRAPH_ERRORS, SPEC_EXAMPLE, broken_spec_example
 
 from solver.document.atomic import atomic_write_bytes, atomic_write_text
 from solver.document.examples import bundled_graphs
@@ -80,36 +80,10 @@ def test_file_order_that_is_not_topological_is_sorted_with_a_note():
     assert any("reordered" in note for note in graph.notes)
 
 
-def _broken(edit):
-    doc = copy.deepcopy(SPEC_EXAMPLE)
-    edit(doc)
-    return doc
-
-
-GRAPH_ERRORS = [
-    (lambda d: d["nodes"][1].update(memory="-4 MiB"), r"node 'fc2', field 'memory'.*negative"),
-    (lambda d: d["nodes"][1].update(inputs=["fc2"]), "self-loop"),
-    (lambda d: d["nodes"][0].update(inputs=["fc2"]), "cycle: fc1 -> fc2 -> fc1"),
-    (lambda d: d["nodes"][1].update(inputs=["nope"]), "unknown node 'nope'"),
-    (lambda d: d["nodes"][0].update(cost={"tpu": 1}), r"node 'fc1', field 'cost'.*'tpu'"),
-    (lambda d: d["nodes"][0].update(cost={"cpu": -1}), "negative"),
-    (lambda d: d["nodes"][1].update(id="fc1"), "duplicate node id"),
-    (lambda d: d["devices"].append({"name": "cpu", "memory": 1}), "duplicate device"),
-    (lambda d: d["links"].append({"from": "cpu", "to": "npu", "bandwidth": 1}), "'npu'"),
-    (lambda d: d["devices"][1].update(memory="lots"), "not a size"),
-    (lambda d: d["edges"][0]["transfer_ms"].update({"cpu->cpu": 1}), "bad transfer key"),
-    (lambda d: d.update(format="other"), "'format'"),
-    (lambda d: d.update(nodes=[]), "no nodes"),
-    (lambda d: d["nodes"][0].pop("memory"), "missing field 'memory'"),
-    (lambda d: d["nodes"][0].update(kind="sideways"), "unknown kind"),
-]
-"""Edits of the spec example, each with words its error message must contain."""
-
-
 @pytest.mark.parametrize(("edit", "words"), GRAPH_ERRORS)
 def test_each_kind_of_error_names_the_place_and_the_fix(edit, words):
     with pytest.raises(GraphFormatError, match=words) as caught:
-        graph_from_dict(_broken(edit), "bad.graph.json")
+        graph_from_dict(broken_spec_example(edit), "bad.graph.json")
     message = str(caught.value)
     assert message.startswith("bad.graph.json: ")
     assert "\n" not in message and ";" in message
@@ -246,7 +220,7 @@ def test_read_json_caps_the_size(tmp_path, monkeypatch):
 def test_sizes_above_2_to_the_53_are_refused_fast(size, words):
     import time
 
-    doc = _broken(lambda d: d["nodes"][0].update(memory=size))
+    doc = broken_spec_example(lambda d: d["nodes"][0].update(memory=size))
     start = time.perf_counter()
     with pytest.raises(GraphFormatError, match=r"node 'fc1', field 'memory': ") as caught:
         graph_from_dict(doc)
@@ -255,10 +229,10 @@ def test_sizes_above_2_to_the_53_are_refused_fast(size, words):
 
 
 def test_sizes_up_to_2_to_the_53_are_read_exactly():
-    doc = _broken(lambda d: d["nodes"][0].update(memory=2**53 - 4_000_000))
+    doc = broken_spec_example(lambda d: d["nodes"][0].update(memory=2**53 - 4_000_000))
     assert graph_from_dict(doc).nodes[0].memory == 2**53 - 4_000_000
     assert parse_size("1e-99999999 B") == 0 and parse_size("8 GiB") == 8 * 1024**3
-    many = _broken(lambda d: [n.update(memory=2**52 + 1) for n in d["nodes"]])
+    many = broken_spec_example(lambda d: [n.update(memory=2**52 + 1) for n in d["nodes"]])
     with pytest.raises(GraphFormatError, match=r"field 'nodes': the node sizes add up to"):
         graph_from_dict(many)
 
@@ -280,7 +254,7 @@ def test_sizes_up_to_2_to_the_53_are_read_exactly():
 )
 def test_numbers_too_large_for_a_float_are_refused(edit, words):
     with pytest.raises(GraphFormatError, match=re.escape(words)):
-        graph_from_dict(_broken(edit))
+        graph_from_dict(broken_spec_example(edit))
 
 
 def _schedule_doc():
@@ -320,7 +294,7 @@ def test_schedule_fields_of_the_wrong_kind_are_refused(edit, words):
 
 
 def test_ids_with_newlines_and_escapes_are_echoed_escaped():
-    doc = _broken(lambda d: d["nodes"][1].update(inputs=["a\nb\x1b[2J\u202e"]))
+    doc = broken_spec_example(lambda d: d["nodes"][1].update(inputs=["a\nb\x1b[2J\u202e"]))
     with pytest.raises(GraphFormatError) as caught:
         graph_from_dict(doc, "g.json")
     message = str(caught.value)

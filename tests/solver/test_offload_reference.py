@@ -6,9 +6,9 @@ as the expanded sum). Equal optima on random graphs; the hand-derived chain in b
 from __future__ import annotations
 
 import pytest
+from handmade import offload_chain
 from hypothesis import HealthCheck, given, settings
-from test_offload import offload_chain
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.document.graph_io import graph_from_dict
 from solver.execution.simulate import check_schedule

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_properties import small_graphs
+from strategies import small_graphs
 
 from solver.document.graph import Device, Edge, Graph, Node, make_graph
 from solver.document.graph_io import graph_from_dict, graph_to_dict, load_graph, save_graph
