@@ -1,4 +1,7 @@
-"""Project files and settings, without a window (graph edits: tests/solver/test_edits.py)."""
+"""Project files and settings, without a window.
+
+Graph edits: tests/solver/editing/test_edits.py.
+"""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from solver.execution.simulate import simulate
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
-# tests/solver/test_offload.py's chain: a (GPU, 10 ms) offloaded to the host at the end of
+# tests/solver/handmade.py's offload_chain: a (GPU, 10 ms) offloaded to the host at the end of
 # stage 1 and copied back and kept at the end of stage 2, each copy 1 ms: serial 15 ms,
 # concurrent 14 ms (the copy out runs beside b).
 CHAIN = {

@@ -1,6 +1,7 @@
 """Gantt view: bars are the simulator's events, coloured by kind; hover explains; click selects.
 
-Uses the hand-built schedule of tests/data (see tests/solver/test_explain.py for its story).
+Uses the hand-built schedule of tests/data (see tests/solver/execution/test_explain.py for
+its story).
 """
 
 from __future__ import annotations

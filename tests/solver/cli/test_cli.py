@@ -20,7 +20,7 @@ from solver.document.graph_io import load_graph
 from solver.document.schedule_io import load_schedule
 from solver.execution.simulate import check_schedule
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _write(tmp_path, doc, name="g.graph.json") -> str:

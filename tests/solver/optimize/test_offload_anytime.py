@@ -1,6 +1,7 @@
 """The offloading solve is anytime like the paper's (issue 12): it starts from the paper's
 model, searches neighbourhoods of its own model, encodes offloading schedules for both, and
-confirms rounded memory rows in bytes. Hand-derived values from tests/solver/test_offload.py."""
+confirms rounded memory rows in bytes. Hand-derived values from
+tests/solver/optimize/test_offload.py."""
 
 from __future__ import annotations
 

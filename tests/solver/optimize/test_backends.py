@@ -413,7 +413,7 @@ def test_cbc_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
         [sys.executable, "-c", script],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     try:
         pid = int(parent.stdout.readline())

@@ -32,7 +32,7 @@ from solver.execution.explain import (
 )
 from solver.execution.simulate import simulate
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from solver.results.store import ResultStore
 from solver.status import SolveStatus
 from solver.sweeps.sweep import SweepPoint, run_sweep, sweep_tasks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAST = SolveOptions(time_limit_s=20)
 
 

@@ -1,6 +1,7 @@
 """The overlap search with offloading copies (issue 12): copies are instances it keeps, moves
 and drops correctly, and it can add one (reuse an earlier instance through a copy instead of
-recomputing). Every candidate is replayed; hand-derived values from tests/solver/test_offload.py."""
+recomputing). Every candidate is replayed; hand-derived values from
+tests/solver/optimize/test_offload.py."""
 
 from __future__ import annotations
 
