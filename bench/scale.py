@@ -127,7 +127,7 @@ def suite(name: str, limit: float) -> list[Case]:
         return [Case(m, p, limit) for m in models for p in (60, 40)]
     if name == "op":
         sources = ["torchvision:densenet121:op", "torchvision:resnet152:op"]
-        sources += ["tower:Tower60", "tower:Tower150", "tower:Tower300"]
+        sources += ["tower:Tower60:op", "tower:Tower150:op", "tower:Tower300:op"]
         return [Case(s, 60, limit) for s in sources]
     if name == "random":
         seeds = {100: (0, 1, 2), 250: (0,), 500: (0,), 1000: (0,)}
