@@ -16,6 +16,11 @@ branch="$(git -C "$repo" rev-parse --abbrev-ref HEAD)"
     bookworm "$root" http://deb.debian.org/debian
 }
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# this host's own certificate authorities (a network behind a TLS proxy needs them for pip)
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  chroot "$root" update-ca-certificates >/dev/null
+fi
 
 mounts=()
 bind() {  # bind $1 at the same path inside the chroot, unmounted on exit
