@@ -1,4 +1,4 @@
-"""The command line of spec/formats.md: ``solve``, ``check``, ``sweep``, ``examples``.
+"""The command line of docs/formats.md: ``solve``, ``check``, ``sweep``, ``examples``.
 
 Exit status: 0 a valid schedule, 1 no schedule (infeasible, time limit without incumbent,
 cancelled, or a schedule that breaks a rule), 2 bad input or usage. Errors are one line on

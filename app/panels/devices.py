@@ -1,6 +1,6 @@
 """The devices panel: one budget slider per device, the links between devices, add/remove/rename.
 
-Each row shows where the budget sits between the two landmarks of spec/model.md §4: below
+Each row shows where the budget sits between the two landmarks of docs/model.md §4: below
 ``lower_bound(graph, device)`` that device cannot run all its nodes, at ``no_remat_peak(graph)``
 nothing needs recomputing. A slider drag previews budgets live and is one undo entry (pushed on
 release). Listens to ``graph_changed`` (rebuild) and ``memory_limits_changed`` (update values).
@@ -250,7 +250,7 @@ def landmarks_text(budget: int, fixed: int, low: int, peak: int) -> str:
     """The line under a slider: what the size field counts, and the two landmarks.
 
     The field and the slider count *device memory* (activations plus fixed memory); the
-    landmarks and the percentage count *activations*, as the solver does (spec/model.md §4).
+    landmarks and the percentage count *activations*, as the solver does (docs/model.md §4).
     Saying both in one line, in one unit family, keeps "2.34 GiB" next to "1.5 GiB" honest.
     """
     head = (

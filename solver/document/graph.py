@@ -1,6 +1,6 @@
 """The graph document: devices, links, operator nodes and edges, plus the arrays a solver needs.
 
-Nodes are kept in the *schedule order* of spec/model.md section 1: a topological order that
+Nodes are kept in the *schedule order* of docs/model.md section 1: a topological order that
 numbers stages. :func:`make_graph` puts any node list into that order; the :class:`Graph`
 constructor checks every structural rule and raises :class:`GraphFormatError` naming the place.
 """
@@ -51,7 +51,7 @@ class Device:
         """Bytes available to activations: the memory limit less the fixed memory.
 
         ``memory`` is the device's *memory limit* (everything resident there); the *activation
-        budget* is the ``B_d`` of spec/model.md that the model and the simulator enforce.
+        budget* is the ``B_d`` of docs/model.md that the model and the simulator enforce.
         """
         return max(self.memory - self.fixed_memory, 0)
 
