@@ -2,12 +2,14 @@
 # Check the README's promise on a bare Debian: build a minimal bookworm chroot (python3, venv,
 # git and certificates only), clone this repository's current branch into it and run both
 # README commands there: scripts/test.sh, then scripts/run.sh offscreen for 10 s.
-# Usage (as root, on Debian): scripts/debian-check.sh [CHROOT_DIR]   (default /work/chroot)
+# Usage (as root, on Debian): scripts/debian-check.sh [CHROOT_DIR [PYTEST_ARGS...]]
+#   CHROOT_DIR defaults to /work/chroot; PYTEST_ARGS (e.g. -rs) go to scripts/test.sh.
 # Env: XENGINE_SKIP_TORCH=1 passes through to setup.sh; PIP_FIND_LINKS (a folder of wheels,
 # e.g. a local torch wheel) is bind-mounted and passed through; the host's pip cache is shared.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 root="${1:-/work/chroot}"
+shift || true
 branch="$(git -C "$repo" rev-parse --abbrev-ref HEAD)"
 
 [ -x "$root/usr/bin/python3" ] || {
@@ -44,7 +46,7 @@ git clone -q -b "$branch" "$repo" "$root/root/xengine"
 in_chroot() { chroot "$root" /usr/bin/env -i "${pass[@]}" nice -n 10 bash -c "cd /root/xengine && $1"; }
 
 status=0
-in_chroot "scripts/test.sh" || status=$?
+in_chroot "scripts/test.sh $*" || status=$?
 echo "scripts/test.sh: exit $status"
 # run.sh: set up, then open the window offscreen; once main.py has run for 10 s, end it.
 run_status=0
