@@ -169,7 +169,7 @@ class ExecuteAction(QObject):
             return False
         from argparse import ArgumentTypeError
 
-        from solver.executors.cli import parse_device_map
+        from solver.cli.execute import parse_device_map
 
         try:
             device_map = parse_device_map(text)

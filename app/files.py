@@ -104,7 +104,7 @@ class FileController(QObject):
         except XEngineError as exc:
             self._fail(f"Could not open {Path(path).name}", exc)
             return False
-        except Exception as exc:  # noqa: BLE001 - any file, e.g. from the command line
+        except Exception as exc:  # any file, e.g. from the command line
             # The core's readers should turn every bad file into an XEngineError; if one slips
             # through, say so and keep the window rather than losing the user's work.
             logger.exception("unexpected error opening %s", path)

@@ -220,7 +220,7 @@ class ImportModelDialog(QDialog):
         ValueError
             Naming the field and the fix, when a field is empty or malformed.
         """
-        from solver.importers.cli import parse_input, parse_shape
+        from solver.cli.import_torch import parse_input, parse_shape
 
         model = self.model_edit.text().strip()
         words = self.input_edit.text().replace(",", " ").split()

@@ -254,7 +254,7 @@ class MainWindow(QMainWindow):
 
     _fit_pending = False
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if self._fit_pending and self.isVisible():
             QTimer.singleShot(0, self.fit_docks)  # once the docks have their new sizes
@@ -263,7 +263,7 @@ class MainWindow(QMainWindow):
         if self._fit_pending and self.isVisible():
             QTimer.singleShot(0, self.fit_docks)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._fit_pending:
             QTimer.singleShot(0, self.fit_docks)
@@ -401,7 +401,7 @@ class MainWindow(QMainWindow):
         self.result_label.setText("Solve failed")
         ErrorDialog.show_error(self, "The solve failed", message)
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event: QCloseEvent) -> None:
         if not self.files.maybe_save():
             event.ignore()
             return

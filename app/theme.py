@@ -129,7 +129,7 @@ class FollowsTheme:
     :meth:`on_theme_changed` on every palette change, the one place that reacts to
     :func:`apply_theme` (each view had its own copy of this ``changeEvent``)."""
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+    def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)  # type: ignore[misc]
         if event.type() == QEvent.Type.PaletteChange:
             self.on_theme_changed()
@@ -145,7 +145,7 @@ class _FramedIndicators(QProxyStyle):
     dark grey the unchecked boxes (Allow offloading, Flows, Auto-solve) all but vanished.
     """
 
-    def drawPrimitive(self, element, option: QStyleOption, painter, widget=None) -> None:  # noqa: N802
+    def drawPrimitive(self, element, option: QStyleOption, painter, widget=None) -> None:
         super().drawPrimitive(element, option, painter, widget)
         indicator = QStyle.PrimitiveElement.PE_IndicatorCheckBox
         if (

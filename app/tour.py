@@ -160,7 +160,7 @@ class Tour(QFrame):
         dock = self._window.docks.get(target)
         return dock if dock is not None and dock.isVisible() else None
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self._window and event.type() == QEvent.Type.Resize and self.isVisible():
             self._place()
         return False

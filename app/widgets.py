@@ -150,7 +150,7 @@ class SizeEdit(QLineEdit):
         fixed, peak = self._percent_of
         return fixed + int(percent / 100 * peak)
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event) -> None:
         if event.key() == Qt.Key.Key_Escape:
             self.set_value(self._value)
             return
@@ -210,7 +210,7 @@ class MarkedSlider(QSlider):
         self.setToolTip("\n".join(tip for _, _, tip in markers))
         self.update()
 
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event: QPaintEvent) -> None:
         super().paintEvent(event)
         if not self._markers:
             return

@@ -121,7 +121,7 @@ class ProcessWorker(QRunnable):
         except SolveProcessError as exc:
             logger.warning("%s failed: %s", self.name, exc)
             signals.failed.emit(str(exc))
-        except Exception as exc:  # noqa: BLE001 - any failure must reach the GUI as a message
+        except Exception as exc:  # any failure must reach the GUI as a message
             logger.exception("%s failed", self.name)
             signals.failed.emit(f"{type(exc).__name__}: {exc}")
         else:

@@ -46,23 +46,23 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from PySide6.QtCore import QPointF  # noqa: E402
-from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QApplication, QWidget
 
-from app.document import Document  # noqa: E402
-from app.theme import apply_theme  # noqa: E402
-from app.views.gantt import GanttView  # noqa: E402
-from app.views.graph_view import GraphView  # noqa: E402
-from app.views.matrices import MatricesView  # noqa: E402
-from app.views.memory import MemoryView  # noqa: E402
-from app.views.schedule_view import ScheduleView  # noqa: E402
-from app.views.stepper import StepperPanel  # noqa: E402
-from app.views.tensors import TensorMemoryView  # noqa: E402
-from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph  # noqa: E402
-from solver.document.schedule import Operation, Schedule, Stage  # noqa: E402
-from solver.execution.simulate import simulate  # noqa: E402
-from solver.optimize.solve import SolveResult  # noqa: E402
-from solver.status import SolveStatus  # noqa: E402
+from app.document import Document
+from app.theme import apply_theme
+from app.views.gantt import GanttView
+from app.views.graph_view import GraphView
+from app.views.matrices import MatricesView
+from app.views.memory import MemoryView
+from app.views.schedule_view import ScheduleView
+from app.views.stepper import StepperPanel
+from app.views.tensors import TensorMemoryView
+from solver.document.graph import Device, Edge, Graph, Link, Node, make_graph
+from solver.document.schedule import Operation, Schedule, Stage
+from solver.execution.simulate import simulate
+from solver.optimize.solve import SolveResult
+from solver.status import SolveStatus
 
 MB = 10**6
 
@@ -335,7 +335,7 @@ def timed_application() -> QApplication:
     """A QApplication whose every outermost event is timed into :data:`TRACE`."""
 
     class TimedApplication(QApplication):
-        def notify(self, receiver, event) -> bool:  # noqa: N802 (Qt override)
+        def notify(self, receiver, event) -> bool:
             if TRACE.depth:
                 return super().notify(receiver, event)
             label = _event_label(receiver, event)

@@ -35,25 +35,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.document.examples import bundled_graphs  # noqa: E402
-from solver.document.graph_io import load_graph  # noqa: E402
-from solver.document.units import format_size  # noqa: E402
-from solver.executors.aten_runtime import execute_schedule  # noqa: E402
-from solver.executors.cli import with_costs  # noqa: E402
-from solver.executors.fx_runtime import (  # noqa: E402
+from solver.cli.execute import with_costs
+from solver.document.examples import bundled_graphs
+from solver.document.graph_io import load_graph
+from solver.document.units import format_size
+from solver.executors.aten_runtime import execute_schedule
+from solver.executors.fx_runtime import (
     execute_fx_schedule,
     measure_fx_times,
     plan_fx,
 )
-from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
-from solver.importers.aten_groups import plan_groups  # noqa: E402
-from solver.importers.hardware import make_platform  # noqa: E402
-from solver.importers.profiling import measure_group_times  # noqa: E402
-from solver.importers.zoo import BUNDLED, file_stem  # noqa: E402
-from solver.importers.zoo_composite import BUNDLED_ATEN, COMPOSITE  # noqa: E402
-from solver.optimize.bounds import no_remat_peak  # noqa: E402
-from solver.optimize.methods import solve  # noqa: E402
-from solver.optimize.solve import SolveOptions  # noqa: E402
+from solver.importers.aten import capture_model, graph_from_plan
+from solver.importers.aten_groups import plan_groups
+from solver.importers.hardware import make_platform
+from solver.importers.profiling import measure_group_times
+from solver.importers.zoo import BUNDLED, file_stem
+from solver.importers.zoo_composite import BUNDLED_ATEN, COMPOSITE
+from solver.optimize.bounds import no_remat_peak
+from solver.optimize.methods import solve
+from solver.optimize.solve import SolveOptions
 
 TOLERANCE = 0.15
 """Measured peak within this fraction of the predicted one (issue 9)."""

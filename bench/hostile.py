@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_cases import KIT_ROOT, Case, Run, cases  # noqa: E402
+from hostile_cases import KIT_ROOT, Case, Run, cases
 
 __all__ = ["KINDS", "judge", "run_case", "run_kit", "main"]
 

@@ -37,18 +37,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.document.examples import bundled_graphs  # noqa: E402
-from solver.document.graph import Graph  # noqa: E402
-from solver.document.graph_io import load_graph  # noqa: E402
-from solver.execution.concurrent import concurrent_makespan  # noqa: E402
-from solver.optimize.backends import available_backends  # noqa: E402
-from solver.optimize.bounds import no_remat_peak  # noqa: E402
-from solver.optimize.methods import solve  # noqa: E402
-from solver.optimize.overlap import optimize_overlap  # noqa: E402
-from solver.optimize.solve import (  # noqa: E402
+from solver.document.examples import bundled_graphs
+from solver.document.graph import Graph
+from solver.document.graph_io import load_graph
+from solver.execution.concurrent import concurrent_makespan
+from solver.optimize.backends import available_backends
+from solver.optimize.bounds import no_remat_peak
+from solver.optimize.methods import solve
+from solver.optimize.overlap import optimize_overlap
+from solver.optimize.solve import (
     SolveOptions,
     SolveResult,
-    solve_offload,  # noqa: E402
+    solve_offload,
 )
 
 GRAPHS = ("vgg16", "resnet18", "unet", "transformer")
@@ -56,7 +56,7 @@ SHARES = (0.6, 0.4)
 
 
 def _budgeted(graph: Graph, share: float) -> Graph:
-    """``gpu=60%`` as solver/cli.py parse_budget reads it: fixed memory + share of the peak."""
+    """``gpu=60%`` as solver.cli.parse_budget reads it: fixed memory + share of the peak."""
     gpu = graph.device("gpu")
     return graph.with_memory_limits({"gpu": gpu.fixed_memory + int(share * no_remat_peak(graph))})
 

@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.document.examples import bundled_graphs  # noqa: E402
-from solver.document.graph_io import load_graph  # noqa: E402
-from solver.optimize.solve import SolveOptions  # noqa: E402
-from solver.results.store import ResultStore  # noqa: E402
-from solver.sweeps.sweep import SweepPoint, budget_steps, run_sweep, sweep_tasks  # noqa: E402
+from solver.document.examples import bundled_graphs
+from solver.document.graph_io import load_graph
+from solver.optimize.solve import SolveOptions
+from solver.results.store import ResultStore
+from solver.sweeps.sweep import SweepPoint, budget_steps, run_sweep, sweep_tasks
 
 
 def _tasks(names: list[str], steps: int, options: SolveOptions) -> list:

@@ -43,15 +43,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
-from torch.utils.checkpoint import checkpoint  # noqa: E402
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+import torch
+from torch.utils.checkpoint import checkpoint
+from torch.utils.flop_counter import FlopCounterMode
 
-import solver  # noqa: E402
-from solver.errors import XEngineError  # noqa: E402
-from solver.importers.aten_capture import example_inputs, loss_of  # noqa: E402
-from solver.importers.corpus import CORPUS  # noqa: E402
-from solver.optimize.bounds import lower_bound, no_remat_peak  # noqa: E402
+import solver
+from solver.errors import XEngineError
+from solver.importers.aten_capture import example_inputs, loss_of
+from solver.importers.corpus import CORPUS
+from solver.optimize.bounds import lower_bound, no_remat_peak
 
 DEFAULT_MODELS = ("resnet18", "mobilenet_v2", "vgg11_bn", "gpt2", "bert", "vit")
 TORCH_BUDGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

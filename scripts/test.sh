@@ -7,4 +7,5 @@ export QT_QPA_PLATFORM=offscreen
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy  # solver/, configured in pyproject.toml
+.venv/bin/lint-imports  # the floors of solver/ and app/ ([tool.importlinter] in pyproject.toml)
 exec .venv/bin/python -m pytest -q "$@"

@@ -514,7 +514,7 @@ class GanttView(FollowsTheme, QWidget):
         self._redraw_selection()
         self._redraw_flows()
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Navigation keys on the chart: W/S/A/D always, the arrows while it has the focus
         (the window's step-through owns them otherwise)."""
         if watched is self._widget:

@@ -80,7 +80,7 @@ class GraphCanvas(QGraphicsView):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
     # ----- zoom ---------------------------------------------------------------------------------
-    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def wheelEvent(self, event) -> None:
         steps = event.angleDelta().y() / 120
         self.zoom(1.15**steps)
 
@@ -91,7 +91,7 @@ class GraphCanvas(QGraphicsView):
             self.scale(factor, factor)
             self.moved.emit()
 
-    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt override
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
         super().scrollContentsBy(dx, dy)
         self.moved.emit()
 
@@ -108,7 +108,7 @@ class GraphCanvas(QGraphicsView):
         self.auto_fit = True
         self.moved.emit()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if self.auto_fit:
             self.fit()
@@ -130,7 +130,7 @@ class GraphCanvas(QGraphicsView):
                 return item
         return None
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             super().mousePressEvent(event)
             return
@@ -141,7 +141,7 @@ class GraphCanvas(QGraphicsView):
             self.auto_fit = False
             super().mousePressEvent(event)
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseMoveEvent(self, event) -> None:
         press = self._press
         if press is None or press[0] is None:
             super().mouseMoveEvent(event)
@@ -166,7 +166,7 @@ class GraphCanvas(QGraphicsView):
                 target.set_drop_target(True)
             self._drop = target
 
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseReleaseEvent(self, event) -> None:
         press, self._press = self._press, None
         if event.button() != Qt.MouseButton.LeftButton or press is None:
             super().mouseReleaseEvent(event)
@@ -189,19 +189,19 @@ class GraphCanvas(QGraphicsView):
             edge = self._edge_at(event.position().toPoint())
             self.edge_clicked.emit(edge.key if edge else None)
 
-    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseDoubleClickEvent(self, event) -> None:
         point = event.position().toPoint()
         if self._node_at(point) is None:
             self.auto_fit = False  # the new node stays under the mouse, not re-fitted away
             self.add_node_requested.emit(self.mapToScene(point))
 
-    def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def contextMenuEvent(self, event) -> None:
         self.context_menu_requested.emit(
             self._node_at(event.pos()), self._edge_at(event.pos()), event.globalPos()
         )
 
     # ----- overlay ------------------------------------------------------------------------------
-    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
         if self.overlay is None:
             return
         painter.save()

@@ -151,7 +151,7 @@ def box_lines(node: Node, op_level: bool = False) -> tuple[str, str, str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _TEXT_FONTS() -> tuple[QFont, QFont]:  # noqa: N802 - a constant, made once a QApplication exists
+def _TEXT_FONTS() -> tuple[QFont, QFont]:  # a constant, made once a QApplication exists
     """The detailed box text's fonts: the first line's and the smaller ones'."""
     title = QFont()
     title.setPointSizeF(8.5)
@@ -209,7 +209,7 @@ class LazyTip:
         if self.tip_source is not None:
             QGraphicsItem.setToolTip(self, self.tip_source())  # type: ignore[arg-type]
 
-    def toolTip(self) -> str:  # noqa: N802 - Qt name, for Python readers
+    def toolTip(self) -> str:  # Qt name, for Python readers
         self.refresh_tip()
         return QGraphicsItem.toolTip(self)  # type: ignore[arg-type]
 
@@ -292,7 +292,7 @@ class NodeItem(LazyTip, QGraphicsItem):
         return CHIP_HEIGHT + 3 if self._residency is not None else 0.0
 
     # ----- QGraphicsItem ------------------------------------------------------------------------
-    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+    def boundingRect(self) -> QRectF:
         return self.box.adjusted(-4, -4, 4, 4 + self._chips_height())
 
     def shape(self) -> QPainterPath:
@@ -310,13 +310,13 @@ class NodeItem(LazyTip, QGraphicsItem):
     def is_hovered(self) -> bool:
         return self._hovered
 
-    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def hoverEnterEvent(self, event) -> None:
         self.refresh_tip()
         self.set_hovered(True)
         if self.on_hover is not None:
             self.on_hover(self.node_id)
 
-    def hoverLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def hoverLeaveEvent(self, event) -> None:
         self.set_hovered(False)
         if self.on_hover is not None:
             self.on_hover(None)
@@ -522,7 +522,7 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         self.setAcceptHoverEvents(True)  # its tooltip is written on hover enter
         self.update_path()
 
-    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def hoverEnterEvent(self, event) -> None:
         self.refresh_tip()
         super().hoverEnterEvent(event)
 
@@ -561,7 +561,7 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         )
         self._head = QPolygonF([end, left, right])
 
-    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+    def boundingRect(self) -> QRectF:
         return super().boundingRect().united(self._head.boundingRect()).adjusted(-3, -3, 3, 3)
 
     def shape(self) -> QPainterPath:

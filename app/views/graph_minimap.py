@@ -96,7 +96,7 @@ class Minimap(QFrame):
             s.top() + (point.y() - t.top()) / t.height() * s.height(),
         )
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event) -> None:
         if self._pixmap.isNull():
             self._paint_pixmap()
         painter = QPainter(self)
@@ -110,10 +110,10 @@ class Minimap(QFrame):
         painter.end()
         super().paintEvent(event)
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event) -> None:
         self._canvas.auto_fit = False
         self._canvas.centerOn(self._to_scene(event.position()))
 
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mouseMoveEvent(self, event) -> None:
         if event.buttons() & Qt.MouseButton.LeftButton:
             self._canvas.centerOn(self._to_scene(event.position()))

@@ -89,7 +89,7 @@ class OverviewItem(QGraphicsItem):
         return self._ids[int(inside[0])] if len(inside) else None
 
     # ----- QGraphicsItem ------------------------------------------------------------------------
-    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+    def boundingRect(self) -> QRectF:
         return self._bounds
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:

@@ -75,7 +75,7 @@ class NameAxis(pg.AxisItem):
         """The label drawn at ``index`` (elided name, with the index on the stage axis)."""
         return self.names[index] if 0 <= index < len(self.names) else ""
 
-    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph override)
+    def tickValues(self, minVal, maxVal, size):
         if not self.names:
             return []
         minVal, maxVal = sorted((minVal, maxVal))  # an inverted axis passes them reversed
@@ -101,7 +101,7 @@ class NameAxis(pg.AxisItem):
         last = min(int(np.floor(maxVal)), len(self.names) - 1)
         return [(step, list(range(first, last + 1, step)))]
 
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph override)
+    def tickStrings(self, values, scale, spacing):
         return [self.label_text(int(round(v))) for v in values]
 
 
@@ -274,7 +274,7 @@ class MatricesView(FollowsTheme, QWidget):
         """The plots stand side by side (the view is more than twice as wide as tall)."""
         return bool(self._wide)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._arrange()
 
@@ -348,7 +348,7 @@ class MatricesView(FollowsTheme, QWidget):
         self._restyle()
         self._redraw()
 
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._dirty:
             self._redraw()

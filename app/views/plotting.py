@@ -131,7 +131,7 @@ class HoverProxy:
 class _KeepTips(QObject):
     """Eats ``QEvent.Type.ToolTip`` on a plot's viewport (see :class:`HoverProxy`)."""
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         return event.type() == QEvent.Type.ToolTip
 
 

@@ -268,7 +268,7 @@ class TensorMemoryView(FollowsTheme, QWidget):
     def _timeline(self) -> Timeline | None:
         return self._document.timeline
 
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._dirty:
             self._redraw()

@@ -94,7 +94,7 @@ class TimelineViewBox(pg.ViewBox):
     range_selected = Signal(float, float)
     """Shift+drag selected ``[t0, t1]`` (ms); emitted while dragging and at the end."""
 
-    def wheelEvent(self, ev, axis=None):  # noqa: N802 (pyqtgraph override)
+    def wheelEvent(self, ev, axis=None):
         steps = ev.delta() / 120
         if ev.modifiers() & Qt.KeyboardModifier.ControlModifier:
             center = self.mapSceneToView(ev.scenePos()).x()
@@ -103,7 +103,7 @@ class TimelineViewBox(pg.ViewBox):
             pan_x(self, -0.1 * steps)
         ev.accept()
 
-    def mouseDragEvent(self, ev, axis=None):  # noqa: N802 (pyqtgraph override)
+    def mouseDragEvent(self, ev, axis=None):
         if (
             ev.button() == Qt.MouseButton.LeftButton
             and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier

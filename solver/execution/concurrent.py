@@ -228,7 +228,7 @@ def _build_tasks(graph: Graph, schedule: Schedule) -> _Tasks:
                 if s == d:
                     reads.append(live[d][i])
                     continue
-                ms = float(g.transfer[g.edge_number[i, k], s, d])
+                ms = g.edge_transfer_ms(g.edge_number[i, k], s, d)
                 reads.append(tasks.add("copy", t, i, k, d, s, ms, [live[s][i]]))
             live[d][k] = tasks.add("op", t, k, k, d, d, float(g.cost[d, k]), reads)
             for i in g.inputs[k]:

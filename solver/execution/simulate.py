@@ -577,7 +577,7 @@ class _Replay:
                     **where,
                 )
             e = g.edge_number[i, k]
-            ms = float(g.transfer[e, g.device_index[source], g.device_index[op.device]])
+            ms = g.edge_transfer_ms(e, g.device_index[source], g.device_index[op.device])
             if not np.isfinite(ms):
                 raise _violation(
                     "transfer",

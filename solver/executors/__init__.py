@@ -14,7 +14,7 @@ every module here is importable without it (torch is asked for at call time).
   numbers; :mod:`~solver.executors.gpu_step`: float32 and copy clocks on a GPU;
 * :mod:`~solver.executors.sac_policy`: a one-device schedule as PyTorch's selective
   checkpointing policy; :mod:`~solver.executors.execute_graph`: run the model a graph names
-  (the window's Execute); :mod:`~solver.executors.cli`: ``main.py execute``.
+  (the window's Execute). ``main.py execute`` is :mod:`solver.cli.execute`.
 
 The walk through a schedule's operations and copies is the simulator's order of events and
 lives beside it, in :mod:`solver.execution.schedule_walk`.

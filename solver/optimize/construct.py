@@ -527,7 +527,7 @@ class _Repair:
                 for i in self.inputs[k]:
                     src, dst = self.place[i], self.place[k]
                     if src != dst:
-                        total += float(g.transfer[g.edge_number[i, k], src, dst])
+                        total += g.edge_transfer_ms(g.edge_number[i, k], src, dst)
         return total
 
     def schedule(self, method: str) -> Schedule:

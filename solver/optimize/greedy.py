@@ -87,7 +87,7 @@ def _cheapest_fitting(graph: Graph, t: int, holders: dict[int, int], used: list[
         copies = 0
         for i in graph.inputs[t]:
             if holders[i] != d:
-                cost += float(graph.transfer[graph.edge_number[i, t], holders[i], d])
+                cost += graph.edge_transfer_ms(graph.edge_number[i, t], holders[i], d)
                 copies += int(graph.memory[i])
         running = int(graph.memory[t]) + int(graph.workspace[t]) + copies
         if used[d] + running <= device.activation_budget and cost < best_cost:

@@ -170,18 +170,20 @@ def build_interval_model(
     im = IntervalModel(g, model, counts)
     units, sizes, works, caps = _memory_units(g)
     im.unit = units
-    im.scale = _objective_scale(g, counts)
-    horizon = im.horizon
-    step = n + 1
-    objective: list[tuple[Any, int]] = []
-    demands: list[list[tuple[Any, int]]] = [[] for _ in range(num_d)]
-    checked = 0
 
     def check() -> None:
         if cancel is not None and cancel.is_set():
             raise BuildStopped("cancel")
         if deadline is not None and time.monotonic() > deadline:
             raise BuildStopped("deadline")
+
+    check()
+    im.scale = _objective_scale(g, counts)
+    horizon = im.horizon
+    step = n + 1
+    objective: list[tuple[Any, int]] = []
+    demands: list[list[tuple[Any, int]]] = [[] for _ in range(num_d)]
+    checked = 0
 
     # Instances and their intervals.
     for v in range(n):
@@ -240,7 +242,7 @@ def build_interval_model(
                 options = []
                 remote = []
                 for d2 in range(num_d):
-                    if d2 != d and not math.isfinite(float(g.transfer[e, d2, d])):
+                    if d2 != d and not math.isfinite(g.edge_transfer_ms(e, d2, d)):
                         continue  # no link: never read from there
                     for c2 in range(int(counts[d2, u])):
                         checked += 1
@@ -256,7 +258,7 @@ def build_interval_model(
                         options.append(y)
                         if d2 != d:
                             remote.append(y)
-                            scaled = _scaled(float(g.transfer[e, d2, d]), im)
+                            scaled = _scaled(g.edge_transfer_ms(e, d2, d), im)
                             if scaled:
                                 objective.append((y, scaled))
                 if not options:
@@ -341,9 +343,24 @@ def _objective_scale(g: Graph, counts: np.ndarray) -> float:
         for v in range(g.n):
             if counts[d, v] and not math.isnan(g.cost[d, v]):
                 worst += float(counts[d, v]) * min(float(g.cost[d, v]), 1e12)
-    finite = g.transfer[np.isfinite(g.transfer)]
-    worst += float(np.minimum(finite, 1e12).sum()) * float(counts.max(initial=1)) ** 2
+    worst += _transfer_total(g) * float(counts.max(initial=1)) ** 2
     return OBJECTIVE_SCALE / max(worst, 1e-9)
+
+
+def _transfer_total(g: Graph) -> float:
+    """The sum of every finite copy time (each capped at 1e12 ms), or an upper bound of it
+    that needs no transfer table (every link's and every override's time, per edge): a
+    table of 40 edges between 1,000 devices takes longer to fill than a 1 s solve."""
+    if "transfer" in g.__dict__ or len(g.edge_pairs) * g.num_devices**2 <= 1_000_000:
+        finite = g.transfer[np.isfinite(g.transfer)]
+        return float(np.minimum(finite, 1e12).sum())
+    overrides = {(e.source, e.target): e.transfer_ms for e in g.edges}
+    total = 0.0
+    for i, k in g.edge_pairs:
+        total += sum(min(lk.transfer_ms(int(g.memory[i])), 1e12) for lk in g.links)
+        extra = overrides.get((g.nodes[i].id, g.nodes[k].id), {})
+        total += sum(min(float(ms), 1e12) for ms in extra.values())
+    return total
 
 
 def _scaled(cost: float, im: IntervalModel) -> int:
@@ -445,7 +462,7 @@ def schedule_from_solution(im: IntervalModel, value, info: SolverInfo) -> Schedu
                 if any(d2 == d for _, d2 in served):
                     continue
                 if served:
-                    best = min(served, key=lambda p: float(g.transfer[e, p[1], d]))
+                    best = min(served, key=lambda p: g.edge_transfer_ms(e, p[1], d))
                     sources[g.nodes[u].id] = g.devices[best[1]].name
             ops.append(Operation(g.nodes[v].id, g.devices[d].name, sources))
         boundary = (t + 1) * step

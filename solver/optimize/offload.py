@@ -77,7 +77,7 @@ class OffloadModel(ArrayModel):
     """The solved model with offloading: ``O[s, d, t, i]`` and ``H[d, t, i]`` columns besides
     the families of :class:`~solver.optimize.miqp.ArrayModel` (see the module docstring)."""
 
-    O: dict = field(default_factory=dict)  # noqa: E741 - the family's letter
+    O: dict = field(default_factory=dict)  # the family's letter
     H: dict = field(default_factory=dict)
 
 

@@ -143,7 +143,30 @@ def _solve(
     with _relaxation_beside(start, options, cancel):
         if plan.formulation == "intervals":
             return solve_intervals(start, options, on_progress, cancel, options.runs)
-        return solve_model(start, PAPER, options, on_progress, cancel, plan.improver)
+        if plan.improver != "intervals":
+            return solve_model(start, PAPER, options, on_progress, cancel, plan.improver)
+        # CP-SAT first: its schedule is the cutoff and the node fixing of the paper's model,
+        # which then mostly has to prove (the 100-node random graph at 0.8: proven in 12 s
+        # from CP-SAT's schedule; CBC alone ended 0.4 % short in 60 s).
+        first_s = min(options.time_limit_s * INTERVALS_FIRST, INTERVALS_FIRST_CAP_S)
+        first = start.started + first_s
+        search_intervals(start.best, first, cancel, None, options.runs, threads=2)
+        if cancel is not None and cancel.is_set():
+            stopped = replace(start.base, status=SolveStatus.CANCELLED)
+            return start.best.result(stopped, "cancelled during CP-SAT's search")
+        restricted = start.best.restricted
+        beside = "windows" if restricted is not None and restricted.proven else "intervals"
+        return solve_model(start, PAPER, replace(options, cutoff=True), on_progress, cancel, beside)
+
+
+INTERVALS_FIRST = 0.35
+"""The share of the time limit CP-SAT gets first on the interval model, at most
+:data:`INTERVALS_FIRST_CAP_S` (it stops sooner when it has proven its restricted optimum),
+before CBC starts on the paper's model."""
+INTERVALS_FIRST_CAP_S = 3.0
+"""CP-SAT's first phase, at most: long enough for a cutoff near the optimum on the 100-node
+random graph, short enough that CBC, which proves VGG16 at 60 % by itself, starts at once
+(a 21 s first phase cost VGG16 at 60 % 24 s to proof instead of 2 s)."""
 
 
 @dataclass(frozen=True)
@@ -393,6 +416,10 @@ def _confirm_in_bytes(
     bound = outcome.bound
     met = bound is not None and best.cost is not None and best.cost <= bound * (1 + options.gap_rel)
     status = SolveStatus.OPTIMAL if met else _not_proven(second.status)
+    if second.status is SolveStatus.INFEASIBLE:
+        # The safe model leaves out schedules that fit in bytes: its "infeasible" (with the
+        # incumbent as cutoff: "nothing cheaper") proves nothing about the problem itself.
+        status = SolveStatus.FEASIBLE if best.cost is not None else SolveStatus.TIME_LIMIT
     if second.status is SolveStatus.CANCELLED:
         status = SolveStatus.CANCELLED
     return replace(second, status=status, bound=bound, objective=best.cost, message=why)

@@ -100,7 +100,7 @@ class Model:
     Z: dict = field(default_factory=dict)
     F: dict = field(default_factory=dict)
     X: dict = field(default_factory=dict)
-    O: dict = field(default_factory=dict)  # noqa: E741 - the family's letter
+    O: dict = field(default_factory=dict)  # the family's letter
     H: dict = field(default_factory=dict)
 
     def var(self, family: dict, key: tuple) -> pulp.LpVariable | int:

@@ -169,7 +169,7 @@ def run_task(
     """
     try:
         result = solve(task.graph, task.method, task.options, cancel=cancel)
-    except Exception as exc:  # noqa: BLE001 - one bad point must not sink the sweep
+    except Exception as exc:  # one bad point must not sink the sweep
         logger.exception("sweep point %s failed", task.index)
         result = SolveResult(task.method, SolveStatus.ERROR, message=f"{type(exc).__name__}: {exc}")
     if store_path is not None:

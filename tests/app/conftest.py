@@ -14,9 +14,9 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before pytest-qt makes the QApplication
 
-import pytest  # noqa: E402
-from PySide6.QtCore import QStandardPaths, QThreadPool, QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import pytest
+from PySide6.QtCore import QStandardPaths, QThreadPool, QTimer
+from PySide6.QtWidgets import QApplication
 
 QStandardPaths.setTestModeEnabled(True)  # QSettings go to ~/.qttest, never the user's config
 

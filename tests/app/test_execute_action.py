@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.execute_action import DeviceMapDialog, ExecutionDialog, report_text
+from app.solve_process import KILL_GRACE_S
 from app.views.measured import prediction_basis
 from solver.optimize.methods import solve
 
@@ -147,9 +148,12 @@ def test_execute_action_cancel_stops_the_run_at_once(qtbot, make_window, monkeyp
     assert action.start()
     assert action.task.progress.isVisible() and not action.action.isEnabled()
     started = time.monotonic()
-    with qtbot.waitSignal(action.task.cancelled, timeout=15_000):
+    with qtbot.waitSignal(action.task.cancelled, timeout=int(KILL_GRACE_S * 1000)):
         action.task.cancel_button.click()
-    assert time.monotonic() - started < 10  # not the 20 s grace of a job that ignores cancel
+    # Not the grace of a job that ignores its cancel (then killed): the child's own cancel
+    # ends it (about 1 s here; 14 s seen while the child, at lower priority, waited for a CPU
+    # to finish importing torch on a machine loaded 5-fold).
+    assert time.monotonic() - started < 0.9 * KILL_GRACE_S
     assert window.statusBar().currentMessage() == "Execution cancelled"
     assert action.action.isEnabled() and action.last_report is None and not shown
 

@@ -260,7 +260,7 @@ def test_graph_node_zoomed_out_shows_only_its_name_at_a_readable_size(qtbot, qap
     drawn: list[tuple[str, float]] = []
 
     class Recorder(QPainter):
-        def drawText(self, rect, flags, text):  # noqa: N802 - records, then draws
+        def drawText(self, rect, flags, text):  # records, then draws
             drawn.append((text, self.font().pixelSize() * self.worldTransform().m11()))
             super().drawText(rect, flags, text)
 

@@ -153,6 +153,30 @@ def test_main_py_runs_as_a_program():
     assert done.returncode == 0 and "chain" in done.stdout
 
 
+def test_main_py_sends_every_registered_command_to_the_command_line(capsys):
+    import main as program
+    from solver.cli import COMMANDS
+
+    names = {command.name for command in COMMANDS}
+    assert program.COMMANDS == names | {"-h", "--help"}
+    assert main(["--help"]) == 0
+    listing = capsys.readouterr().out
+    assert all(f"    {name} " in listing for name in names), listing
+
+
+def test_every_command_is_a_subcommand_with_its_own_help(capsys):
+    from solver.cli import COMMANDS
+
+    for command in COMMANDS:
+        assert main([command.name, "--help"]) == 0
+        assert capsys.readouterr().out.startswith(f"usage: main.py {command.name} ")
+    assert main(["import-torch", "m:C"]) == 2
+    assert capsys.readouterr().err == (
+        "main.py import-torch: error: the following arguments are required: --input; "
+        "see main.py import-torch --help\n"
+    )
+
+
 def test_every_kind_of_graph_error_exits_2_with_one_line(tmp_path, capsys):
     from test_formats import GRAPH_ERRORS, _broken
 
@@ -221,7 +245,7 @@ def test_solve_json_stdout_is_pure_json_with_highs():
         ),
         (
             ["solve", "chain", "--bogus", "a\nb"],
-            "main.py: error: unrecognized arguments: --bogus a\\nb; see main.py --help",
+            "main.py solve: error: unrecognized arguments: --bogus a\\nb; see main.py solve --help",
         ),
         (
             ["sweep", "chain", "--device", "gpu", "--from", "nan%"],
@@ -369,3 +393,23 @@ def test_sweep_csv_neutralises_names_from_the_graph(tmp_path, capsys):
     assert main([*argv, "-o", str(out)]) == 0, capsys.readouterr().err
     rows = list(csv.reader(out.read_text().splitlines()))
     assert rows[1][0] == "'=gpu" and rows[1][1] == "1.0"
+
+
+def test_the_size_line_says_when_no_model_was_built(capsys):
+    from dataclasses import replace
+
+    from solver.cli.output import print_result
+    from solver.document.generators import unit_chain
+    from solver.optimize.methods import solve
+
+    heuristic = solve(unit_chain(4, budget=100), "checkpoint-all")
+    stopped = replace(heuristic, formulation="retention intervals (C=2)")
+    built = replace(stopped, variables=12, constraints=34)
+    for result in (heuristic, stopped, built):
+        print_result(result)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("solved in")]
+    assert [ln.split("(", 1)[1] for ln in lines] == [
+        "no model)",
+        "the retention intervals (C=2) model was not built)",
+        "12 variables, 34 constraints, retention intervals (C=2))",
+    ]

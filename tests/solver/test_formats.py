@@ -450,3 +450,31 @@ def test_json_writers_never_write_nan(tmp_path):
     assert (written["objective"], written["gap"], written["bound"]) == (None, None, 1.0)
     save_schedule(result.schedule, target, {"total_ms": float("inf"), "peaks": {"cpu": 3}})
     assert json.loads(target.read_text())["summary"] == {"total_ms": None, "peaks": {"cpu": 3}}
+
+
+def test_one_copys_time_without_the_table_is_the_tables_entry():
+    doc = {
+        "format": "remat-graph",
+        "version": 1,
+        "name": "three devices",
+        "devices": [{"name": n, "memory": "1 GiB"} for n in ("a", "b", "c")],
+        "links": [
+            {"from": "a", "to": "b", "bandwidth": 3e9, "latency_ms": 0.1},
+            {"from": "b", "to": "a", "bandwidth": 7e8},
+            {"from": "a", "to": "c", "bandwidth": 1e9},
+        ],
+        "nodes": [
+            {"id": "x", "memory": 12345, "cost": {"a": 1, "b": 2, "c": 3}},
+            {"id": "y", "memory": 999, "cost": {"a": 1, "b": 2, "c": 3}, "inputs": ["x"]},
+            {"id": "z", "memory": 7, "cost": {"a": 1, "b": 2, "c": 3}, "inputs": ["x", "y"]},
+        ],
+        "edges": [{"from": "x", "to": "z", "transfer_ms": {"c->a": 4.5, "a->b": 0.25}}],
+    }
+    lazy, built = graph_from_dict(doc), graph_from_dict(doc)
+    table = built.transfer
+    pairs = [(e, s, d) for e in range(len(built.edge_pairs)) for s in range(3) for d in range(3)]
+    # bit for bit, inf included (no link c->b), overrides and the diagonal
+    assert [lazy.edge_transfer_ms(e, s, d) for e, s, d in pairs] == [
+        float(table[e, s, d]) for e, s, d in pairs
+    ]
+    assert "transfer" not in lazy.__dict__  # nor was the table built to answer

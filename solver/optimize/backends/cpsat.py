@@ -66,7 +66,7 @@ def run_cpsat(
     def guarded(fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)
-        except BaseException as exc:  # keep C++ out of Python's errors: stop, re-raise later
+        except BaseException as exc:  # noqa: BLE001 - keep C++ out of Python's errors: stop, re-raise later
             failures.append(exc)
             solver.stop_search()
 

@@ -82,7 +82,7 @@ class _HighsRun:
                 return
             try:
                 handler(event)
-            except Exception as exc:  # must not unwind through C++; run_highs re-raises it
+            except Exception as exc:  # noqa: BLE001 - must not unwind through C++; run_highs re-raises it
                 self.callback_error = exc
                 self.request_cancel()
 
@@ -128,7 +128,7 @@ def run_highs(
     def solve() -> None:
         try:
             run.highs.run()
-        except BaseException as exc:  # handed to the caller below
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             failure.append(exc)
 
     worker = threading.Thread(target=solve, name="highs-solve", daemon=True)

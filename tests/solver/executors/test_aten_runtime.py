@@ -11,11 +11,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from solver.cli import main  # noqa: E402
 from solver.document.graph_io import load_graph, save_graph  # noqa: E402
 from solver.document.schedule_io import save_schedule  # noqa: E402
 from solver.executors import aten_runtime  # noqa: E402
 from solver.executors.aten_runtime import execute_schedule  # noqa: E402
-from solver.executors.cli import execute_command  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan  # noqa: E402
 from solver.importers.aten_groups import plan_groups  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
@@ -112,7 +112,7 @@ def write_inputs(tmp_path, name: str, method: str = "greedy"):
 
 def test_execute_command_prints_measured_and_predicted_json(tmp_path, capsys):
     argv, graph_file = write_inputs(tmp_path, "encoder")
-    code = execute_command([*argv, "--graph", str(graph_file), "--device-map", "gpu=cpu", "--json"])
+    code = main(["execute", *argv, "--graph", str(graph_file), "--device-map", "gpu=cpu", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["gradients_match"] is True
@@ -127,7 +127,7 @@ def test_execute_command_prints_measured_and_predicted_json(tmp_path, capsys):
 
 def test_execute_command_refuses_a_schedule_for_another_graph(tmp_path, capsys):
     argv, _ = write_inputs(tmp_path, "encoder")
-    assert execute_command([*argv, "--level", "op", "--device-map", "gpu=cpu"]) == 2
+    assert main(["execute", *argv, "--level", "op", "--device-map", "gpu=cpu"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert "unknown node 'embed': the schedule is not for the graph imported from" in err
@@ -138,7 +138,7 @@ def test_execute_command_refuses_a_graph_file_of_another_shape(tmp_path, capsys)
     other = tmp_path / "other.graph.json"
     plan = plan_groups(capture_model(COMPOSITE["encoder"][0], (4, 32, 64)), "layer")
     save_graph(graph_from_plan(plan, make_platform()), other)
-    assert execute_command([*argv, "--graph", str(other), "--device-map", "gpu=cpu"]) == 2
+    assert main(["execute", *argv, "--graph", str(other), "--device-map", "gpu=cpu"]) == 2
     err = capsys.readouterr().err
     assert "is not the import of solver.importers.zoo_composite:EncoderNet at 2x32x64" in err
     assert "first difference at node 'embed'" in err and err.count("\n") == 1
@@ -147,7 +147,7 @@ def test_execute_command_refuses_a_graph_file_of_another_shape(tmp_path, capsys)
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_execute_command_without_cuda_says_how_to_map(tmp_path, capsys):
     argv, _ = write_inputs(tmp_path, "encoder")
-    assert execute_command(argv) == 2
+    assert main(["execute", *argv]) == 2
     err = capsys.readouterr().err
     assert err == (
         "error: device 'gpu' maps to cuda:0, but torch sees no CUDA GPU here; map it to the "

@@ -11,10 +11,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from solver.cli import main  # noqa: E402
 from solver.document.graph_io import save_graph  # noqa: E402
 from solver.document.schedule_io import save_schedule  # noqa: E402
 from solver.executors import fx_runtime  # noqa: E402
-from solver.executors.cli import execute_command  # noqa: E402
 from solver.executors.fx_runtime import execute_fx_schedule, plan_fx  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 from solver.optimize.methods import solve  # noqa: E402
@@ -168,7 +168,7 @@ def test_execute_command_runs_an_fx_graph_by_its_file(tmp_path, capsys):
     """The graph's meta names the model, the input and the importer: the file is enough."""
     graph_file, schedule, result = write_graph(tmp_path, TRANSFORMER)
     argv = [str(graph_file), "--schedule", str(schedule), "--device-map", "gpu=cpu", "--json"]
-    assert execute_command(argv) == 0
+    assert main(["execute", *argv]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["gradients_match"] is True
     assert doc["predicted"]["total_ms"] == pytest.approx(result.timeline.total_ms, abs=1e-3)
@@ -181,7 +181,7 @@ def test_execute_command_with_spec_input_and_graph_predicts_with_measured_costs(
     graph_file, schedule, result = write_graph(tmp_path, TRANSFORMER)
     argv = [TRANSFORMER, "--input", "2x16x512", "--graph", str(graph_file)]
     argv += ["--schedule", str(schedule), "--device-map", "gpu=cpu", "--cost", "measured"]
-    assert execute_command([*argv, "--json"]) == 0
+    assert main(["execute", *argv, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["gradients_match"] is True
     assert doc["predicted"]["peak_bytes"] == result.timeline.peaks
@@ -192,14 +192,14 @@ def test_execute_command_with_spec_input_and_graph_predicts_with_measured_costs(
 def test_execute_command_with_spec_and_graph_of_another_shape_is_refused(tmp_path, capsys):
     graph_file, schedule, _ = write_graph(tmp_path, TRANSFORMER)
     argv = [TRANSFORMER, "--input", "2x8x512", "--graph", str(graph_file)]
-    assert execute_command([*argv, "--schedule", str(schedule), "--device-map", "gpu=cpu"]) == 2
+    assert main(["execute", *argv, "--schedule", str(schedule), "--device-map", "gpu=cpu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"is not the import of {TRANSFORMER} at 2x8x512, level layer" in err
 
 
 def test_execute_command_says_a_synthetic_graph_has_no_model(capsys):
-    assert execute_command(["chain", "--schedule", "missing.json"]) == 2
+    assert main(["execute", "chain", "--schedule", "missing.json"]) == 2
     assert capsys.readouterr().err == (
         "error: chain: graph 'chain' is synthetic (its meta names no model: 'source', "
         "'input_shape'), so there is nothing to run; execute a graph imported from PyTorch "

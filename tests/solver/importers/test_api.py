@@ -28,7 +28,7 @@ def readme_example() -> str:
 def test_the_readme_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(readme_example(), "README.md", "exec"), namespace)
     assert namespace["report"].gradients_match
     plan, gpu_only, net = namespace["plan"], namespace["gpu_only"], namespace["net"]
     assert gpu_only.devices == ["gpu"] and gpu_only.result.method == "checkmate:gpu"

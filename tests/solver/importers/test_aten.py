@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from solver.cli import main  # noqa: E402
 from solver.errors import GraphFormatError  # noqa: E402
 from solver.importers.aten import capture_model, graph_from_plan, import_aten  # noqa: E402
 from solver.importers.aten_capture import loss_of, node_tag  # noqa: E402
@@ -19,7 +20,6 @@ from solver.importers.aten_groups import (  # noqa: E402
     plan_groups,
     tensor_inputs,
 )
-from solver.importers.cli import import_torch_command  # noqa: E402
 from solver.importers.hardware import make_platform  # noqa: E402
 from solver.importers.zoo_composite import COMPOSITE  # noqa: E402
 from solver.importers.zoo_models import ZOO  # noqa: E402
@@ -226,7 +226,7 @@ def test_aten_uncapturable_model_says_why_and_what_to_do():
 
 def test_import_torch_command_uncapturable_is_one_line_and_exit_2(capsys):
     spec = f"{__file__}:Branchy"
-    assert import_torch_command([spec, "--input", "2x8"]) == 2
+    assert main(["import-torch", spec, "--input", "2x8"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: branchy: cannot capture the training step: data-dependent")
     assert err.count("\n") == 1

@@ -7,9 +7,10 @@ import textwrap
 
 import pytest
 
+from solver.cli import main
+from solver.cli.import_torch import parse_input
 from solver.document.graph_io import load_graph
 from solver.importers.aten_capture import InputSpec, inputs_from_meta
-from solver.importers.cli import import_torch_command, parse_input
 
 MODELS = textwrap.dedent(
     """
@@ -52,7 +53,7 @@ def test_parse_input_reads_a_dtype_and_its_aliases():
 
 
 def test_import_torch_unknown_dtype_is_one_line_naming_the_fix(capsys):
-    assert import_torch_command(["m:C", "--input", "4x12:long64"]) == 2
+    assert main(["import-torch", "m:C", "--input", "4x12:long64"]) == 2
     assert capsys.readouterr().err == (
         "main.py import-torch: error: argument --input: '4x12:long64' has an unknown dtype "
         "'long64'; write SHAPE:DTYPE with DTYPE one of bfloat16, bool, float16, float32, "
@@ -62,7 +63,7 @@ def test_import_torch_unknown_dtype_is_one_line_naming_the_fix(capsys):
 
 
 def test_import_torch_fx_capture_refuses_a_dtype(capsys):
-    assert import_torch_command(["m:C", "--input", "4x12:int64", "--capture", "fx"]) == 2
+    assert main(["import-torch", "m:C", "--input", "4x12:int64", "--capture", "fx"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--capture fx takes one float input" in err
 
@@ -70,7 +71,7 @@ def test_import_torch_fx_capture_refuses_a_dtype(capsys):
 def test_import_torch_embedding_on_int64_tokens(models, tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "tokens.graph.json"
-    assert import_torch_command([f"{models}:Tokens", "--input", "4x12:int64", "-o", str(out)]) == 0
+    assert main(["import-torch", f"{models}:Tokens", "--input", "4x12:int64", "-o", str(out)]) == 0
     graph = load_graph(out)
     assert graph.meta["inputs"] == [{"shape": [4, 12], "dtype": "int64"}]
     assert graph.meta["input_shape"] == [4, 12]
@@ -82,7 +83,7 @@ def test_import_torch_embedding_on_int64_tokens(models, tmp_path, capsys):
 
 def test_import_torch_float_tokens_say_to_give_the_dtype(models, capsys):
     pytest.importorskip("torch")
-    assert import_torch_command([f"{models}:Tokens", "--input", "4x12"]) == 2
+    assert main(["import-torch", f"{models}:Tokens", "--input", "4x12"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.rstrip().endswith("give integer inputs (token ids) their dtype: --input 4x12:int64")
@@ -96,7 +97,7 @@ def test_import_torch_two_inputs_for_a_transformer(models, capsys):
     from solver.importers.torch_fx import load_factory
 
     argv = [f"{models}:Pair", "--input", "2x6x16", "--input", "2x4x16", "--level", "op"]
-    assert import_torch_command(argv) == 0
+    assert main(["import-torch", *argv]) == 0
     doc = json.loads(capsys.readouterr().out)
     inputs = (InputSpec((2, 6, 16)), InputSpec((2, 4, 16)))
     assert inputs_from_meta(doc["meta"]) == inputs
@@ -150,19 +151,17 @@ def test_execute_runs_token_and_two_input_models_by_their_graphs(models, tmp_pat
     arguments of nn.Transformer are drawn), or from ``--input`` as import-torch takes it; a
     float input for an embedding gets import-torch's one-line hint."""
     pytest.importorskip("torch")
-    from solver.cli import main as cli_main
-    from solver.executors.cli import execute_command
 
     runs = {"Tokens": ["4x12:int64"], "Pair": ["2x6x16", "2x5x16"]}
     for cls, inputs in runs.items():
         graph, schedule = tmp_path / f"{cls}.graph.json", tmp_path / f"{cls}.schedule.json"
         args = [f"{models}:{cls}", *(a for i in inputs for a in ("--input", i)), "-o", str(graph)]
-        assert import_torch_command(args) == 0
+        assert main(["import-torch", *args]) == 0
         solve = [str(graph), "--method", "greedy", "--budget", "gpu=60%", "--no-store"]
-        assert cli_main(["solve", *solve, "-o", str(schedule)]) == 0
+        assert main(["solve", *solve, "-o", str(schedule)]) == 0
         capsys.readouterr()
         run = [str(graph), "--schedule", str(schedule), "--device-map", "gpu=cpu", "--json"]
-        assert execute_command(run) == 0
+        assert main(["execute", *run]) == 0
         report = json.loads(capsys.readouterr().out)
         assert report["gradients_match"] is True
         assert report["measured"]["peak_bytes"] == report["predicted"]["peak_bytes"]
@@ -173,9 +172,9 @@ def test_execute_runs_token_and_two_input_models_by_their_graphs(models, tmp_pat
         "--device-map",
         "gpu=cpu",
     ]
-    assert execute_command([*spec, "--input", "4x12:int64"]) == 0
+    assert main(["execute", *spec, "--input", "4x12:int64"]) == 0
     capsys.readouterr()
-    assert execute_command([*spec, "--input", "4x12"]) == 2
+    assert main(["execute", *spec, "--input", "4x12"]) == 2
     assert "give integer inputs (token ids) their dtype: --input 4x12:int64" in (
         capsys.readouterr().err
     )

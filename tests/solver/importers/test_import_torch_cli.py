@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from solver.cli import main
 from solver.document.graph_io import load_graph
-from solver.importers.cli import import_torch_command
 
 SPEC = "solver.importers.zoo_models:ResNet18"
 
@@ -16,7 +16,7 @@ def test_import_torch_command_writes_a_loadable_file(tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "r18.graph.json"
     argv = [SPEC, "--input", "4x3x64x64", "-o", str(out), "--level", "op", "--capture", "fx"]
-    code = import_torch_command(argv)
+    code = main(["import-torch", *argv])
     assert code == 0
     graph = load_graph(out)
     assert graph.n == 137
@@ -27,7 +27,7 @@ def test_import_torch_command_writes_a_loadable_file(tmp_path, capsys):
 def test_import_torch_command_prints_json_without_output(capsys):
     pytest.importorskip("torch")
     argv = [SPEC, "--input", "2x3x64x64", "--gpu", "v100-sxm2", "--capture", "fx"]
-    assert import_torch_command(argv) == 0
+    assert main(["import-torch", *argv]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["format"] == "remat-graph"
     assert len(doc["nodes"]) == 63
@@ -44,14 +44,14 @@ def test_import_torch_command_prints_json_without_output(capsys):
 )
 def test_import_torch_command_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     pytest.importorskip("torch")
-    assert import_torch_command(argv) == 2
+    assert main(["import-torch", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err
     assert err.startswith("error: ") and err.count("\n") == 1
 
 
 def test_import_torch_command_bad_shape_is_a_usage_error(capsys):
-    assert import_torch_command([SPEC, "--input", "32xfoo"]) == 2
+    assert main(["import-torch", SPEC, "--input", "32xfoo"]) == 2
     assert capsys.readouterr().err == (
         "main.py import-torch: error: argument --input: '32xfoo' is not a shape; write "
         "positive sizes joined by 'x', e.g. 32x3x224x224; see main.py import-torch --help\n"
@@ -69,7 +69,7 @@ def test_import_torch_command_bad_shape_is_a_usage_error(capsys):
 )
 def test_import_torch_command_usage_errors_are_one_line(argv, message, capsys):
     """The CLI contract: exit 2 and one line naming the problem and --help, no usage block."""
-    assert import_torch_command(argv) == 2
+    assert main(["import-torch", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("main.py import-torch: error: ") and message in err
     assert err.endswith("; see main.py import-torch --help\n") and err.count("\n") == 1
@@ -79,13 +79,12 @@ def test_import_torch_command_usage_errors_are_one_line(argv, message, capsys):
     "argv", [[], [SPEC, "--input", "2x3"], [SPEC, "--input", "2x3", "--schedule", "s", "--x"]]
 )
 def test_execute_command_usage_errors_are_one_line(argv, capsys):
-    from solver.executors.cli import execute_command
 
-    assert execute_command(argv) == 2
+    assert main(["execute", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("main.py execute: error: ") and err.count("\n") == 1
 
 
 def test_import_torch_command_help_exits_0(capsys):
-    assert import_torch_command(["--help"]) == 0
+    assert main(["import-torch", "--help"]) == 0
     assert "--level" in capsys.readouterr().out

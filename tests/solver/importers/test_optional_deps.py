@@ -29,10 +29,9 @@ for call in (lambda: import_torch("solver.importers.zoo_models:ResNet18", (1, 3,
         print(exc)
     else:
         raise AssertionError("no error")
-from solver.importers.cli import import_torch_command
-print("exit", import_torch_command(["solver.importers.zoo_models:ResNet18", "--input", "1x3"]))
-from solver.executors.cli import execute_command
-print("exit", execute_command(["m:M", "--input", "1x3", "--schedule", "s.json"]))
+from solver.cli import main
+print("exit", main(["import-torch", "solver.importers.zoo_models:ResNet18", "--input", "1x3"]))
+print("exit", main(["execute", "m:M", "--input", "1x3", "--schedule", "s.json"]))
 """
 
 CORE_ONLY = """
@@ -44,7 +43,7 @@ for info in pkgutil.walk_packages(solver.__path__, "solver."):
             importlib.import_module(info.name)
         except ImportError:
             pass  # a module under construction elsewhere; only the imports matter here
-import solver.importers, solver.importers.cli
+import solver.importers, solver.cli
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "onnx")))
 """
 
@@ -70,5 +69,43 @@ def test_importers_work_without_torch_and_onnx():
 
 def test_core_and_cli_do_not_import_torch_or_onnx():
     done = run(CORE_ONLY)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+HELP_WITHOUT = """
+import contextlib, io, sys
+sys.modules["torch"] = None
+sys.modules["onnx"] = None
+from solver.cli import COMMANDS, main
+for argv in (["--help"], *([c.name, "--help"] for c in COMMANDS)):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    print(argv[0], code, out.getvalue().startswith("usage: main.py"))
+"""
+
+HELP_LOADS_NO_TORCH = """
+import contextlib, io, sys
+from solver.cli import COMMANDS, main
+for argv in (["--help"], *([c.name, "--help"] for c in COMMANDS)):
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0, argv
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "onnx")))
+"""
+
+
+def test_every_command_help_works_without_torch_and_onnx():
+    done = run(HELP_WITHOUT)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "--help 0 True"
+    assert "import-torch 0 True" in lines and "import-onnx 0 True" in lines
+    assert "execute 0 True" in lines
+    assert all(line.endswith(" 0 True") for line in lines), lines
+
+
+def test_parsing_every_command_imports_neither_torch_nor_onnx():
+    done = run(HELP_LOADS_NO_TORCH)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

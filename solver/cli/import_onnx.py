@@ -9,24 +9,25 @@ Same exit statuses and one-line errors as ``import-torch`` (docs/formats.md): 0 
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
+from solver.cli.import_torch import add_platform_arguments, parse_shape, write_imported
 from solver.document.atomic import check_writable
 from solver.errors import XEngineError, printable
-from solver.importers.cli import add_platform_arguments, parse_shape, write_imported
 from solver.importers.hardware import make_platform
-from solver.importers.usage import OneLineParser
 
-__all__ = ["import_onnx_command"]
+__all__ = ["DESCRIPTION", "add_arguments", "run"]
+
+DESCRIPTION = (
+    "Import an ONNX file (a forward graph, e.g. from torch.onnx.export) as a training graph; "
+    "the backward is synthesised as for import-torch --capture fx."
+)
 
 
-def _parser() -> OneLineParser:
-    parser = OneLineParser(
-        prog="main.py import-onnx",
-        description="Import an ONNX file (a forward graph, e.g. from torch.onnx.export) as a "
-        "training graph; the backward is synthesised as for import-torch --capture fx.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The file, its input shape and the platform it is costed on."""
     parser.add_argument("path", metavar="FILE.onnx", help="the ONNX model")
     parser.add_argument(
         "--input",
@@ -44,15 +45,10 @@ def _parser() -> OneLineParser:
     )
     add_platform_arguments(parser)
     parser.add_argument("--name", help="graph name (default: the file's graph name)")
-    return parser
 
 
-def import_onnx_command(argv: list[str]) -> int:
-    """Run ``import-onnx`` with ``argv`` (the arguments after the subcommand); return 0 or 2."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse printed usage or help already
-        return 0 if exc.code in (0, None) else 2
+def run(args: argparse.Namespace) -> int:
+    """Import the file and write or print its graph; 0, or 2 with one line on stderr."""
     from solver.importers.onnx_import import import_onnx
 
     try:
@@ -69,7 +65,7 @@ def import_onnx_command(argv: list[str]) -> int:
     except XEngineError as exc:  # the output path, the platform's specs
         print(printable(f"error: {exc}"), file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+    except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("XENGINE_DEBUG"):
             raise
         what = printable(f"{type(exc).__name__}: {exc}")[:300]

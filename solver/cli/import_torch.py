@@ -8,10 +8,10 @@
 (:mod:`solver.importers.aten`); ``--capture fx`` is the torch.fx importer, the fallback for
 models whose training step cannot be captured.
 
-The lead's ``main.py`` dispatches here: :func:`import_torch_command` parses its own arguments,
-writes the graph atomically (or prints it), and returns the exit status of docs/formats.md:
-0 on success, 2 for bad input (unknown module, untraceable model, torch missing, bad shape).
-Errors are one line on stderr, never a traceback.
+:func:`run` imports, writes the graph atomically (or prints it), and returns the exit status of
+docs/formats.md: 0 on success, 2 for bad input (unknown module, untraceable model, torch
+missing, bad shape). Errors are one line on stderr, never a traceback. torch is imported only
+when the command runs: the parser, ``--help`` and the argument types need none of it.
 """
 
 from __future__ import annotations
@@ -25,17 +25,16 @@ from solver.document.graph import Graph
 from solver.document.graph_io import graph_to_dict, save_graph
 from solver.errors import XEngineError
 from solver.importers.aten_capture import DTYPES, InputSpec
-from solver.importers.costmodel import MeasuredCpuCostModel
 from solver.importers.hardware import DEVICES, LINKS, make_platform
-from solver.importers.usage import OneLineParser
 from solver.importers.user_code import UserCodeError, debug_enabled
 
 __all__ = [
+    "add_arguments",
     "add_platform_arguments",
-    "import_torch_command",
-    "parse_shape",
     "parse_input",
+    "parse_shape",
     "print_error",
+    "run",
     "write_imported",
 ]
 
@@ -82,11 +81,8 @@ def parse_input(text: str) -> InputSpec:
     return InputSpec(shape, name)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="main.py import-torch",
-        description="Import a PyTorch nn.Module as a training graph.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model spec, its inputs, how to capture it and the platform it is costed on."""
     parser.add_argument("spec", help="module:Class or path/to/file.py:Class (built with no args)")
     parser.add_argument(
         "--input",
@@ -125,7 +121,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="print the traceback of an error in the model code"
     )
-    return parser
 
 
 def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
@@ -146,13 +141,10 @@ def add_platform_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link", choices=sorted(LINKS), default="pcie4-x16")
 
 
-def import_torch_command(argv: list[str]) -> int:
-    """Run ``import-torch`` with ``argv`` (the arguments after the subcommand); return 0 or 2."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse printed usage or help already
-        return 0 if exc.code in (0, None) else 2
+def run(args: argparse.Namespace) -> int:
+    """Import the model and write or print its graph; 0, or 2 with one line on stderr."""
     from solver.importers.aten import import_aten
+    from solver.importers.costmodel import MeasuredCpuCostModel
     from solver.importers.torch_fx import import_torch
 
     platform = make_platform({"cpu": args.cpu, "gpu": args.gpu}, args.link)

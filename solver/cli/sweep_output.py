@@ -1,4 +1,5 @@
-"""``main.py sweep``: run the tasks, stream rows as they finish, keep the CSV, show progress.
+"""``main.py sweep``, once its arguments are checked: run the tasks, stream rows as they finish,
+keep the CSV, show progress.
 
 Rows are printed as solves finish (in any order); the CSV file (``-o``) is rewritten atomically
 after each one, sorted by network, budget and method, so a sweep stopped by Ctrl-C or SIGTERM
@@ -9,17 +10,16 @@ stderr, redrawn in place only when stderr is a terminal; otherwise one plain lin
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import io
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from solver.cli.arguments import EXIT_NO_SCHEDULE, EXIT_OK
+from solver.cli.signals import cancel_on_signals
 from solver.document.atomic import atomic_write_text
 from solver.document.csvsafe import neutralise_row
 from solver.document.graph import Graph
@@ -44,7 +44,6 @@ CSV_HEADER = (
     "from_store",
     "offload",
 )
-EXIT_OK, EXIT_NO_SCHEDULE = 0, 1
 
 
 def graph_label(text: str) -> str:
@@ -167,7 +166,7 @@ def run_sweep_command(
         )
         progress.redraw()
 
-    with _cancel_on_signals() as cancel:
+    with cancel_on_signals() as cancel:
         points = run_sweep(
             tasks, jobs, store, on_point, cancel, on_stored, getattr(args, "scheduler", None)
         )
@@ -207,25 +206,3 @@ def _print_row(p: SweepPoint) -> None:
         f"{p.result.status.value:<11} {total:>10}  {source}",
         flush=True,
     )
-
-
-@contextlib.contextmanager
-def _cancel_on_signals() -> Iterator[threading.Event]:
-    """Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the sweep and keep what finished."""
-    cancel = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield cancel
-        return
-    signals = [
-        signal.SIGINT,
-        signal.SIGTERM,
-        *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []),
-    ]
-    saved = {sig: signal.getsignal(sig) for sig in signals}
-    for sig in saved:
-        signal.signal(sig, lambda *_: cancel.set())
-    try:
-        yield cancel
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from solver.cli.arguments import resolve_graph_path
 from solver.document.atomic import atomic_write_text, check_writable
 from solver.document.json_io import write_json
 from solver.document.units import format_ms, format_size
@@ -28,7 +29,7 @@ from solver.results.store import (
     default_store_path,
 )
 
-__all__ = ["add_results_parser", "cmd_results"]
+__all__ = ["add_arguments", "run"]
 
 EXPORT_FIELDS = (
     "id", "created", "graph_name", "graph_hash", "budgets", "method", "backend", "gap_rel",
@@ -37,9 +38,8 @@ EXPORT_FIELDS = (
 )  # fmt: skip
 
 
-def add_results_parser(sub: argparse._SubParsersAction) -> None:
-    """Add the ``results`` command and its four actions to ``main.py``'s parser."""
-    parser = sub.add_parser("results", help="see and manage the result store")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--store`` and the four actions, each a subcommand of ``results``."""
     parser.add_argument("--store", metavar="PATH", help="the database (default: see --help)")
     actions = parser.add_subparsers(dest="action", required=True)
     list_p = actions.add_parser("list", help="stored solves, newest first")
@@ -55,7 +55,6 @@ def add_results_parser(sub: argparse._SubParsersAction) -> None:
     prune_p.add_argument("--older-than", type=float, metavar="DAYS")
     prune_p.add_argument("--method")
     prune_p.add_argument("--all", action="store_true", help="delete every row")
-    parser.set_defaults(run=cmd_results)
 
 
 def _row_id(text: str) -> int:
@@ -71,7 +70,7 @@ def _row_id(text: str) -> int:
     return value
 
 
-def cmd_results(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``results ACTION``; the exit status (2 for bad usage, 1 for an unknown id)."""
     path = Path(args.store) if args.store else default_store_path()
     if path is None:
@@ -89,7 +88,6 @@ def cmd_results(args: argparse.Namespace) -> int:
 def _list(store: ResultStore, args: argparse.Namespace) -> int:
     graph_hash = None
     if args.graph:
-        from solver.cli import resolve_graph_path
         from solver.document.graph_io import load_graph
         from solver.results.key import graph_hash as content_hash
 

@@ -3,7 +3,11 @@
 Small enough to solve in a second and to follow step by step, with a CPU that has room for
 everything and a fast GPU whose memory is too small, so that the interesting trade-off
 (recompute on the GPU, or move work and tensors to the CPU) shows at once. Regenerate with
-``python -m solver.document.teaching --out resources/graphs``.
+``python -m solver.optimize.teaching --out resources/graphs``.
+
+They are data, but they live on this floor and not in :mod:`solver.document`: each GPU's
+memory is placed between the lower bound and the no-rematerialization peak of
+:mod:`solver.optimize.bounds`, and the document imports nothing above it.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ def _forward(
     gpu = int(low + gpu_fraction * (peak - low))
     train = train.with_memory_limits({"gpu": gpu})
     meta = {
-        "source": "solver/document/teaching.py (hand-made teaching graph)",
+        "source": "solver/optimize/teaching.py (hand-made teaching graph)",
         "costs": "CPU ms chosen by hand; GPU = CPU / 8; backward = 2x forward",
         "gpu_memory": (
             f"lower bound {gpu_fraction:+.0%} of the gap to the no-rematerialization peak"

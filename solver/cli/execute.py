@@ -23,22 +23,26 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from solver.cli.arguments import resolve_graph_path
+from solver.cli.import_torch import parse_input, print_error
 from solver.document.graph import Graph
 from solver.document.graph_io import load_graph
 from solver.document.schedule import Schedule
 from solver.document.schedule_io import load_schedule
 from solver.document.units import format_size
 from solver.errors import XEngineError
-from solver.executors.harness import StepReport
 from solver.importers.aten_capture import inputs_from_meta
-from solver.importers.cli import parse_input, print_error
 from solver.importers.hardware import DEVICES, LINKS, Platform, make_platform
-from solver.importers.usage import OneLineParser
 from solver.importers.user_code import user_code
 
-__all__ = ["execute_command", "parse_device_map", "with_costs"]
+if TYPE_CHECKING:
+    from solver.executors.harness import StepReport
+
+__all__ = ["DESCRIPTION", "add_arguments", "parse_device_map", "run", "with_costs"]
+
+DESCRIPTION = "Run one training step of a PyTorch model by a schedule and measure it."
 
 
 def parse_device_map(text: str) -> dict[str, str]:
@@ -60,11 +64,8 @@ def parse_device_map(text: str) -> dict[str, str]:
     return result
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="main.py execute",
-        description="Run one training step of a PyTorch model by a schedule and measure it.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model (or its graph), the schedule, the device map and how to predict."""
     parser.add_argument(
         "spec",
         metavar="MODEL",
@@ -116,15 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="print the traceback of an error in the model code"
     )
-    return parser
 
 
-def execute_command(argv: list[str]) -> int:
-    """Run ``execute`` with ``argv`` (the arguments after the subcommand); return 0, 1 or 2."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code in (0, None) else 2
+def run(args: argparse.Namespace) -> int:
+    """Run the step and print the report; 0 when the gradients match, 1 if not, 2 bad input."""
     try:
         with user_code(args.spec, "running its training step", passing=(OSError,)):
             report, note = _run(args)
@@ -238,8 +234,6 @@ def _cpu_mapped(args: argparse.Namespace, graph: Graph) -> set[str]:
 
 def _given_graph(args: argparse.Namespace) -> tuple[Graph | None, str]:
     """The graph named by MODEL (a bundled name or a graph file) or by ``--graph``."""
-    from solver.cli import resolve_graph_path
-
     if ":" not in args.spec or args.spec.endswith(".json"):
         path = resolve_graph_path(args.spec)
         if not path.is_file():
