@@ -1,5 +1,5 @@
 """XEngine Studio: ``python main.py`` opens the GUI; ``python main.py solve|check|sweep|examples``
-is the headless tool (spec/formats.md); ``python main.py FILE`` opens a graph or project."""
+is the headless tool (docs/formats.md); ``python main.py FILE`` opens a graph or project."""
 
 from __future__ import annotations
 

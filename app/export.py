@@ -167,7 +167,7 @@ def export_widget(widget: QWidget, path: str | os.PathLike) -> None:
 def export_schedule_json(
     schedule: Schedule, path: str | os.PathLike, timeline: Timeline | None = None
 ) -> None:
-    """Write the schedule file (spec/formats.md), with the timeline's summary when given."""
+    """Write the schedule file (docs/formats.md), with the timeline's summary when given."""
     save_schedule(schedule, path, timeline.summary() if timeline is not None else None)
 
 

@@ -1,4 +1,4 @@
-"""The memory landmarks of a graph (spec/model.md §4), computed once per graph structure.
+"""The memory landmarks of a graph (docs/model.md §4), computed once per graph structure.
 
 The no-rematerialization peak and each device's lower bound depend on the nodes' sizes and on
 which device can run which node, never on the memory limits. Views ask for them on every

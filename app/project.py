@@ -1,7 +1,7 @@
 """Project files: a graph, its budgets, the solver settings and the last schedule, in one JSON.
 
 A project is what the window needs to come back exactly as it was saved. The graph part is the
-graph document of spec/formats.md verbatim and the schedule part a schedule document, so both can
+graph document of docs/formats.md verbatim and the schedule part a schedule document, so both can
 be cut out and used by the command line. The schedule is replayed by the simulator on load (its
 derived numbers are never trusted). Writes are atomic.
 """

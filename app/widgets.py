@@ -4,7 +4,7 @@ A size field shows its value in a binary (IEC) unit like every size in the windo
 short (``16 GiB``), otherwise rounded with the exact bytes in its tooltip (``27.7 MiB``, never
 ``2751027520 B``); it accepts any unit typed (``29 MB``) and keeps the exact
 bytes and commits only valid input that the user changed; the slider draws the memory landmarks
-of spec/model.md §4 (lower bound, no-rematerialization peak) as ticks over its groove.
+of docs/model.md §4 (lower bound, no-rematerialization peak) as ticks over its groove.
 """
 
 from __future__ import annotations

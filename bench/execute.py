@@ -21,7 +21,7 @@ Printed per schedule:
   was solved for) and from node times measured here (``main.py execute --cost measured``), and
   the measured time over the latter.
 
-``--markdown`` prints the rows as the README's table. Exit status 1 when a target is missed.
+``--markdown`` prints the rows as bench/README.md's tables. Exit status 1 when a target is missed.
 Needs torch.
 
     .venv/bin/python bench/execute.py [--all] [--bundled] [--gpu 0.6] [--time-limit 60]
@@ -98,7 +98,7 @@ def _row(name: str, method: str, plan, graph, times, options: SolveOptions, args
     if args.markdown:
         what = f"{timeline.recomputations} recomputations, {len(timeline.transfers)} copies"
         cpu, gpu = (report.measured_peak[d] for d in ("cpu", "gpu"))
-        label = f"{name}-aten" if name in BUNDLED_ATEN else name  # as bundled and in the README
+        label = f"{name}-aten" if name in BUNDLED_ATEN else name  # its bundled name
         shown = "XEngine" if method == "xengine" else method
         text = (
             f"| {label}, {shown} ({result.status.value}, {what}) | "
@@ -128,7 +128,7 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=["xengine", "greedy"])
     parser.add_argument("--repeats", type=int, default=1, help="node-time runs (--bundled)")
     parser.add_argument("--warmup", type=int, default=0, help="runs before (--bundled)")
-    parser.add_argument("--markdown", action="store_true", help="rows of the README's table")
+    parser.add_argument("--markdown", action="store_true", help="rows of bench/README.md's tables")
     args = parser.parse_args()
     names = list(COMPOSITE) if args.all else list(BUNDLED_ATEN)
     fx_names = [file_stem(n, level) for n, level in BUNDLED] if args.bundled else []

@@ -2,7 +2,7 @@
 
 Each case runs one command of ``main.py`` on hostile input (files, paths, arguments, ONNX
 models, damaged or locked result stores, inputs at scale) and is judged by the contract of
-spec/formats.md and docs/spec-notes.md:
+docs/formats.md and docs/spec-notes.md:
 
 - **traceback**: a Python traceback, or the CLI's last-resort "internal error" line;
 - **hang**: still running at the case's timeout (killed with its process group);

@@ -91,7 +91,7 @@ class ScheduleFormatError(GraphFormatError):
 
 
 class ScheduleViolation(XEngineError):
-    """A schedule breaks a rule of spec/model.md section 2.
+    """A schedule breaks a rule of docs/model.md section 2.
 
     Carries the stage, node and device where the first violation happened, the rule broken and
     the numbers involved, so that a person can find it in the step-through view.

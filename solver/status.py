@@ -1,7 +1,7 @@
 """Solve statuses and progress reports shared by the backends, the solver and the GUI.
 
 The statuses are ours, not PuLP's: PuLP reports a time-limited or interrupted run as
-"Optimal", so every backend maps its own words onto these (spec/model.md section 4).
+"Optimal", so every backend maps its own words onto these (docs/model.md section 4).
 """
 
 from __future__ import annotations

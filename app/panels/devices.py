@@ -1,6 +1,6 @@
 """The devices panel: a memory-limit slider per device, the links between them, add/remove/rename.
 
-Each row shows where the activation budget sits between the two landmarks of spec/model.md §4:
+Each row shows where the activation budget sits between the two landmarks of docs/model.md §4:
 below ``lower_bound(graph, device)`` that device cannot run all its nodes, at
 ``no_remat_peak(graph)`` nothing needs recomputing. A slider drag previews memory limits live
 and is one undo entry (pushed on release). Listens to ``graph_changed`` (rebuild) and
@@ -251,7 +251,7 @@ def landmarks_text(budget: int, fixed: int, low: int, peak: int) -> str:
     """The line under a slider: what the size field counts, and the two landmarks.
 
     The field and the slider count *device memory* (activations plus fixed memory); the
-    landmarks and the percentage count *activations*, as the solver does (spec/model.md §4).
+    landmarks and the percentage count *activations*, as the solver does (docs/model.md §4).
     Saying both in one line, in one unit family, keeps "2.34 GiB" next to "1.5 GiB" honest.
     """
     head = (

@@ -1,4 +1,4 @@
-"""The command line of spec/formats.md: one table of commands, each an argparse subcommand.
+"""The command line of docs/formats.md: one table of commands, each an argparse subcommand.
 
 ``main.py --help`` lists every command and ``main.py COMMAND --help`` describes one. A command
 is a module with ``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` names

@@ -1,7 +1,7 @@
 """What every command shares about its arguments: the parser, the exit statuses, argument types.
 
 A usage error is one line, ``<prog>: error: <what>; see <prog> --help``, and exit status 2
-(spec/formats.md); an argument is checked here, where it is read, so that nothing below the
+(docs/formats.md); an argument is checked here, where it is read, so that nothing below the
 command line sees a NaN time limit or a budget for a device the graph does not have.
 """
 

@@ -3,7 +3,7 @@
 The ONNX importer (:func:`~solver.importers.onnx_import.import_onnx`) was reachable from Python
 only; a user holding an exported ``.onnx`` file needs it from the command line and the window
 (which runs this command in a child process, so an import never blocks it and can be stopped).
-Same exit statuses and one-line errors as ``import-torch`` (spec/formats.md): 0 on success,
+Same exit statuses and one-line errors as ``import-torch`` (docs/formats.md): 0 on success,
 2 for bad input (no such file, not ONNX, onnx missing, bad shape).
 """
 

@@ -9,7 +9,7 @@
 models whose training step cannot be captured.
 
 :func:`run` imports, writes the graph atomically (or prints it), and returns the exit status of
-spec/formats.md: 0 on success, 2 for bad input (unknown module, untraceable model, torch
+docs/formats.md: 0 on success, 2 for bad input (unknown module, untraceable model, torch
 missing, bad shape). Errors are one line on stderr, never a traceback. torch is imported only
 when the command runs: the parser, ``--help`` and the argument types need none of it.
 """
@@ -182,7 +182,7 @@ def write_imported(
     make_graph: Callable[[], Graph], output: str | None, *, debug: bool = False
 ) -> int:
     """Import (``make_graph()``), then write the graph to ``output`` atomically or print it;
-    0, or 2 with one line on stderr (the import commands' contract, spec/formats.md); the
+    0, or 2 with one line on stderr (the import commands' contract, docs/formats.md); the
     model code's traceback before it with ``debug`` (or ``XENGINE_DEBUG``)."""
     try:
         graph = make_graph()

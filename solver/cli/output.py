@@ -52,7 +52,7 @@ def ms_or_dash(ms: float | None) -> str:
 
 
 def report(result: SolveResult, concurrent: float | None = None) -> dict:
-    """``solve --json``: the solver block and the simulator's summary (spec/formats.md)."""
+    """``solve --json``: the solver block and the simulator's summary (docs/formats.md)."""
     block: dict[str, object] = {
         "method": result.method,
         "backend": result.backend,

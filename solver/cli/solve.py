@@ -1,6 +1,6 @@
 """``main.py solve GRAPH [--budget DEVICE=SIZE ...] [--method M] [-o SCHEDULE] [--json]``.
 
-Finds the fastest schedule, replays it, prints the report (spec/formats.md) and keeps the
+Finds the fastest schedule, replays it, prints the report (docs/formats.md) and keeps the
 result in the result store. Exit status 0 for a valid schedule; 1 for none (infeasible, a time
 limit without incumbent, cancelled); 2 for bad input, including an output file that could not
 be written (the result is still printed).

@@ -1,6 +1,6 @@
 """The graph document: devices, links, operator nodes and edges, plus the arrays a solver needs.
 
-Nodes are kept in the *schedule order* of spec/model.md section 1: a topological order that
+Nodes are kept in the *schedule order* of docs/model.md section 1: a topological order that
 numbers stages. :func:`make_graph` puts any node list into that order; the :class:`Graph`
 constructor checks every structural rule and raises :class:`GraphFormatError` naming the place.
 """
@@ -53,7 +53,7 @@ class Device:
     def activation_budget(self) -> int:
         """Bytes available to activations: the memory limit less the fixed memory.
 
-        The *activation budget* is the ``B_d`` of spec/model.md that the model and the
+        The *activation budget* is the ``B_d`` of docs/model.md that the model and the
         simulator enforce.
         """
         return max(self.memory_limit - self.fixed_memory, 0)

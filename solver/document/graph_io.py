@@ -1,4 +1,4 @@
-"""Graph documents (``*.graph.json``, spec/formats.md): read, check every field, write back.
+"""Graph documents (``*.graph.json``, docs/formats.md): read, check every field, write back.
 
 :func:`graph_from_dict` raises :class:`GraphFormatError` naming the file, the place and the fix,
 and never returns a half-read graph; :func:`graph_to_dict` writes a document it reads back to an

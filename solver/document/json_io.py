@@ -1,4 +1,4 @@
-"""Reading and writing JSON documents safely (spec/formats.md, limits in docs/spec-notes.md).
+"""Reading and writing JSON documents safely (docs/formats.md, limits in docs/spec-notes.md).
 
 :func:`read_json` reads only regular files of at most :data:`MAX_FILE_BYTES`, nested at most
 :data:`MAX_DEPTH` deep, and refuses NaN, Infinity and numbers out of a float's range, so no input

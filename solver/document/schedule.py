@@ -1,7 +1,7 @@
 """The schedule: operations per stage, where each input is read from, and what is kept.
 
 This is the answer of every method (the MIQP, the baselines, a hand-written file). It says only
-what spec/formats.md stores; times and memory are always derived by the simulator.
+what docs/formats.md stores; times and memory are always derived by the simulator.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Schedule documents (``*.schedule.json``, spec/formats.md) for a given graph: read and write.
+"""Schedule documents (``*.schedule.json``, docs/formats.md) for a given graph: read and write.
 
 Reading checks names only (known nodes and devices, well-formed fields) and raises
 :class:`ScheduleFormatError`; whether a schedule obeys the execution rules is the simulator's job.

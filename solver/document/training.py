@@ -1,4 +1,4 @@
-"""Building a training graph (forward, loss, backward) from a forward graph (spec/model.md §6).
+"""Building a training graph (forward, loss, backward) from a forward graph (docs/model.md §6).
 
 Backward nodes come in reverse order after the loss, so the node list is already a topological
 order (Checkmate's mirror numbering). Which forward tensors each backward node reads is a
@@ -41,7 +41,7 @@ def build_training_graph(
         A DAG of forward operators (any ``kind`` is overwritten with ``forward``).
     saves_input, saves_output
         Whether the backward of a node reads the node's inputs / its own output. Defaults:
-        inputs yes, output no (spec/model.md §6; ReLU-like ops read their output).
+        inputs yes, output no (docs/model.md §6; ReLU-like ops read their output).
     backward_cost_factor
         Backward cost = factor x forward cost, for nodes missing from ``backward_cost``.
     backward_memory, backward_cost

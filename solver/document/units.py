@@ -1,7 +1,7 @@
 """Sizes, bandwidths and their units, as written in graph files and on the command line.
 
 ``kB``/``MB``/``GB`` are powers of 1000 and ``KiB``/``MiB``/``GiB`` powers of 1024
-(spec/formats.md). Parsing is exact: a size is an integer number of bytes, at most
+(docs/formats.md). Parsing is exact: a size is an integer number of bytes, at most
 :data:`MAX_SIZE`. Numbers are read with :class:`~decimal.Decimal` and their exponent is checked
 before anything is computed, so ``"1e99999999 B"`` is refused at once instead of computing
 10^(10^8) (issue 11).

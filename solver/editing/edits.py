@@ -5,7 +5,7 @@ The editor's undo commands (``app/commands.py``) compute their target graph with
 *before* they are pushed, so an invalid edit (a cycle, a node no device can run) raises
 :class:`~solver.errors.GraphFormatError` with the core's message and never reaches the undo
 stack. Every result goes through :func:`~solver.document.graph.make_graph`, which re-sorts the nodes
-into schedule order and re-checks every rule of the graph format (spec/model.md section 1).
+into schedule order and re-checks every rule of the graph format (docs/model.md section 1).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Concurrent-execution estimate: a schedule laid out with devices and links working in parallel.
 
-spec/model.md §2 charges a schedule the plain sum of its operations and transfers (XEngine's
+docs/model.md §2 charges a schedule the plain sum of its operations and transfers (XEngine's
 objective); §7 asks for the same schedule laid out on hardware where every device and every link
 (ordered device pair) is a resource of its own. This module computes that layout, an estimate of
 what the schedule would take if devices and copies overlapped. It never changes the schedule.
@@ -86,7 +86,7 @@ class ConcurrentLayout:
 
     @property
     def serial_ms(self) -> float:
-        """The serial cost of spec/model.md §2 rule 6."""
+        """The serial cost of docs/model.md §2 rule 6."""
         return self.serial.total_ms
 
     @property
@@ -200,7 +200,7 @@ def _build_tasks(graph: Graph, schedule: Schedule) -> _Tasks:
     """Replay the schedule's residency like the simulator and record who reads which instance.
 
     ``live[d][i]`` is the instance (= producing task id) of tensor ``i`` resident on device
-    ``d``; the freeing rules are those of spec/model.md §2 rule 5, as in the simulator.
+    ``d``; the freeing rules are those of docs/model.md §2 rule 5, as in the simulator.
     """
     g = graph
     tasks = _Tasks()

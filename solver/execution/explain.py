@@ -1,4 +1,4 @@
-"""Explaining a replayed schedule one operation at a time (spec/model.md section 2).
+"""Explaining a replayed schedule one operation at a time (docs/model.md section 2).
 
 The step-through panel, the graph view's node colours, the Gantt tooltips and the R/S matrices all
 ask the same questions of a schedule: what is in memory while operation ``j`` runs, why is this

@@ -1,4 +1,4 @@
-"""Replaying a schedule under the execution rules of spec/model.md section 2.
+"""Replaying a schedule under the execution rules of docs/model.md section 2.
 
 The simulator is the referee: every schedule any method returns is replayed here before anyone
 sees it, and every view of the GUI draws what it computes (never solver variables). It checks

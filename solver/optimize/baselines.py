@@ -1,4 +1,4 @@
-"""Single-device baselines (spec/model.md §5): checkpoint-all and Chen et al.'s sqrt(n) and greedy.
+"""Single-device baselines (docs/model.md §5): checkpoint-all and Chen et al.'s sqrt(n) and greedy.
 
 Each baseline fixes *which tensors are kept* between stages; the operations of every stage are
 then the least recomputation that makes the frontier node's inputs available (as Checkmate

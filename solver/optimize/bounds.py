@@ -1,4 +1,4 @@
-"""Memory landmarks of a graph and explanations of infeasible budgets (spec/model.md §4).
+"""Memory landmarks of a graph and explanations of infeasible budgets (docs/model.md §4).
 
 Two numbers frame every budget slider: below :func:`lower_bound` nothing can run at all, and
 at or above :func:`no_remat_peak` nothing ever needs recomputing.

@@ -1,6 +1,6 @@
 """Greedy heterogeneous heuristics: each node on a device where it is cheap *and fits*.
 
-Spec/model.md §5 welcomes such heuristics, chiefly as warm starts: on real networks CBC's own
+docs/model.md §5 welcomes such heuristics, chiefly as warm starts: on real networks CBC's own
 heuristics often find nothing better than a single-device baseline for minutes, and a
 heterogeneous start gives it (and the user) a good schedule at once.
 """

@@ -1,4 +1,4 @@
-"""Every way to schedule a graph, behind one function (spec/formats.md ``--method``).
+"""Every way to schedule a graph, behind one function (docs/formats.md ``--method``).
 
 Method names: ``xengine`` (the MIQP over all devices), ``greedy`` (heterogeneous heuristics:
 cheapest fitting device without recomputation, or Chen's checkpointing over a placement),

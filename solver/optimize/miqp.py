@@ -1,4 +1,4 @@
-"""XEngine's MIQP (spec/model.md §3), linearized and built directly as arrays.
+"""XEngine's MIQP (docs/model.md §3), linearized and built directly as arrays.
 
 This is the model the solver runs. :mod:`solver.optimize.xengine` keeps the spec's formulation
 line by line in PuLP as the reference; this one is equivalent on optima but smaller and

@@ -1,6 +1,6 @@
 """Optimizing for overlap: a local search on the concurrent makespan (issue 12, part 2).
 
-XEngine's MIQP minimises the serial cost (spec/model.md §2 rule 6); when devices and links work in
+XEngine's MIQP minimises the serial cost (docs/model.md §2 rule 6); when devices and links work in
 parallel (:mod:`solver.execution.concurrent`) another placement may finish sooner. This module
 improves a given valid schedule by first-improvement hill climbing on the pair ``(concurrent
 makespan, serial cost)``, restarted from random kicks (iterated local search), with moves that keep
@@ -23,7 +23,7 @@ the schedule's structure:
   source of (a copy to the operation's new device becomes a plain keep there).
 
 Every candidate is replayed by :func:`solver.execution.simulate.simulate`; only valid schedules
-(every rule of spec/model.md §2, memory included) are ever accepted, so the result is a schedule
+(every rule of docs/model.md §2, memory included) are ever accepted, so the result is a schedule
 like any other. This is a heuristic: it finds a local optimum, not a proven one.
 """
 

@@ -1,4 +1,4 @@
-"""Solving: XEngine's MIQP end to end, from graph to a replayed schedule (spec/model.md §3-4).
+"""Solving: XEngine's MIQP end to end, from graph to a replayed schedule (docs/model.md §3-4).
 
 :func:`solve_xengine` finds a heuristic schedule, builds the model (:mod:`solver.optimize.miqp`),
 runs a backend with progress and cancel, and reads the answer back. Every schedule, the

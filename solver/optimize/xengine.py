@@ -1,4 +1,4 @@
-"""XEngine's MIQP (spec/model.md §3), linearized for CBC and built with PuLP.
+"""XEngine's MIQP (docs/model.md §3), linearized for CBC and built with PuLP.
 
 :func:`build_model` is the table of contents: one function per constraint family, each quoting
 its rows of the spec. Variable families keep the spec's letters as dicts keyed by index tuples;

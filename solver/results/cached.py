@@ -1,7 +1,7 @@
 """Solve through the result store: look up first, solve only when needed, store what finished.
 
 This is the one place where "stored or solved" is decided, for the CLI, the sweep workers and
-the GUI alike (spec/formats.md ``--no-store``).
+the GUI alike (docs/formats.md ``--no-store``).
 """
 
 from __future__ import annotations

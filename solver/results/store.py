@@ -2,7 +2,7 @@
 
 One row per :class:`~solver.results.key.ResultKey` (graph content, memory limits, method, backend,
 gap) holds the status, objective, bound, timings, the time limit it ran under and the schedule
-as JSON (spec/formats.md). A row is reusable for any time limit when it is final (proven
+as JSON (docs/formats.md). A row is reusable for any time limit when it is final (proven
 optimal, proven infeasible, or a deterministic heuristic), else only for limits up to its own:
 a caller may still show a shorter-limit row at once, and say so, while it solves again.
 

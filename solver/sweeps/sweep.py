@@ -1,7 +1,7 @@
 """Budget sweeps: the memory/time trade-off curve of one device, solved in parallel and stored.
 
 Each point solves a graph with one device's budget set to a fraction of the no-rematerialization
-peak (spec/formats.md ``sweep``). A sweep is a list of independent :class:`SweepTask` s (graphs x
+peak (docs/formats.md ``sweep``). A sweep is a list of independent :class:`SweepTask` s (graphs x
 budgets x methods). :func:`run_sweep` answers what it can from the result store at once, then
 solves the rest one after another (``jobs=1``), in a pool of worker processes (``jobs>1``), or on
 a Dask cluster (``scheduler``, :mod:`solver.sweeps.cluster`). Points are handed to ``on_point``

@@ -1,8 +1,9 @@
 """The solver panel's offloading option (issue 12): remembered, passed to the solve, shown.
 
 On the bundled ``chain`` at its default memory limits the MIQP with offloading is optimal at
-8.34 ms against the paper's 9.02 ms (README, "Beyond the serial model"): a solve with the box
-ticked must find that schedule and draw its offloading copies in the Gantt chart.
+8.34 ms against the paper's 9.02 ms (bench/README.md, "Serial, concurrent, overlap and
+offloading"): a solve with the box ticked must find that schedule and draw its offloading
+copies in the Gantt chart.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def test_solve_with_offloading_draws_offload_copies(qtbot, make_window, dialogs)
     result = blocker.args[0]
     assert result.status is SolveStatus.OPTIMAL
     assert result.method == "xengine+offload"
-    assert result.objective == pytest.approx(8.34, abs=0.005)  # README: 8.34 vs 9.02 ms
+    assert result.objective == pytest.approx(8.34, abs=0.005)  # bench/README.md: 8.34 vs 9.02 ms
     replay = simulate(window.document.graph, result.schedule)
     assert replay.valid and replay.total_ms == pytest.approx(result.objective, rel=1e-6)
     copies = [tr for tr in replay.transfers if tr.offload]

@@ -1,4 +1,4 @@
-"""An independent replay of a schedule, written from spec/model.md §2 alone (issue 22).
+"""An independent replay of a schedule, written from docs/model.md §2 alone (issue 22).
 
 It never calls the simulator. It works on plain graph and schedule documents (sizes in bytes, as
 :func:`~solver.document.graph_io.graph_to_dict` and ``schedule_to_dict`` write them) and keeps

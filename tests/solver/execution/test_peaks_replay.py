@@ -1,6 +1,6 @@
 """Every reported peak against an independent replay (issue 22, "a wrong figure").
 
-The replay (``replay_reference.py``) is written from spec/model.md §2 and docs/spec-notes.md
+The replay (``replay_reference.py``) is written from docs/model.md §2 and docs/spec-notes.md
 ("Workspace memory", "Offloading") on plain documents; it never calls the simulator. The
 simulator's curve once lost the memory held during a zero-cost operation (two records at one
 instant, the later won): ``a`` (100 B) -> ``b`` (100 B, cost 0) -> ``c`` (1 B) reported 101 B
