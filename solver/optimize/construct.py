@@ -153,6 +153,9 @@ def construct_best(
         spill = number == 0 and graph.num_devices > 1  # the cheapest placement may spill
         repair = _repaired(graph, placement, deadline, spill=spill, cancel=cancel)
         if repair is None:
+            if _stopped(deadline, cancel):
+                reasons.append(f"on {where}, stopped by the time limit or a cancel")
+                break
             reasons.append(f"on {where}, some stage overflows and no drop helps")
             continue
         if repair.plain_ms >= cheapest:

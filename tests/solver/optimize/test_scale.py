@@ -80,6 +80,17 @@ def test_construction_says_why_when_nothing_fits():
     assert found.schedule is None and found.reason.startswith("construction:")
 
 
+def test_a_cancelled_construction_stops_and_says_so():
+    graph = _at(random_layered(400, seed=1), 0.8)  # about 1 s to construct
+    cancel = threading.Event()
+    cancel.set()
+    found = construct_best(graph, cancel=cancel)
+    assert found.schedule is None
+    assert "stopped by the time limit or a cancel" in found.reason
+    assert "no drop helps" not in found.reason
+    assert construct_best(graph).schedule is not None  # not for want of a schedule
+
+
 @needs_cpsat
 @pytest.mark.parametrize("seed", [3, 4])
 def test_a_schedule_comes_soon_where_the_construction_gets_stuck(seed):
