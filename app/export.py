@@ -1,7 +1,7 @@
 """Exporting what the views show: images (PNG, SVG), the schedule (JSON), the timeline (CSV).
 
 SVG goes through Qt's ``QSvgGenerator`` because pyqtgraph 0.14's ``SVGExporter`` fails on
-PySide6 >= 6.11 (qt-stack.md §3.3 #2, pyqtgraph#3495). Images render the whole widget, so a view
+PySide6 >= 6.11 (pyqtgraph#3495). Images render the whole widget, so a view
 exports with its header, legend and every stacked plot, as it looks on screen, but without its
 controls (buttons, boxes): a figure shows what is drawn, not a "Reset view" button. The SVG is
 written at the screen's resolution (at Qt's default 72 dpi the text of rich-text labels came out

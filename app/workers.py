@@ -6,7 +6,7 @@ widget (style rules 14-15). It runs the job in a child process (:mod:`app.solve_
 model build would otherwise starve the GUI thread of the GIL) and relays each reported item;
 ``cancel()`` sets a ``threading.Event`` that is passed on to the job, which stops CBC with SIGINT
 and keeps the incumbent, so a cancelled job still delivers its value. A class-level set keeps
-running workers alive (pytest-qt and closures hold only weak references; qt-stack.md §3.3)
+running workers alive (pytest-qt and closures hold only weak references)
 until their last signal has arrived.
 """
 

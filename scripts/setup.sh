@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 purpose="${1:-app}"
 
-# Qt's libraries: offscreen needs the first line; a real X window the xcb ones (qt-stack.md §1.3).
+# Qt's libraries: offscreen needs the first line; a real X window the xcb ones.
 apt_packages=(python3 python3-venv libglib2.0-0 libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3
               libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-render-util0
               libxcb-shape0 libxkbcommon-x11-0)

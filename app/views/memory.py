@@ -4,7 +4,7 @@ Each device gets its own plot (and y scale) because budgets differ by orders of 
 of host memory next to a few MiB of GPU memory would flatten one of them). The curves are the
 simulator's :class:`~solver.execution.simulate.MemoryCurve` step functions, drawn with
 ``stepMode="center"``: ``len(x) == len(y) + 1`` and ``y[j]`` holds on ``[x[j], x[j+1])``, exactly
-the curve's definition (qt-stack.md §3.3 #3 explains why not ``"left"``).
+the curve's definition.
 """
 
 from __future__ import annotations

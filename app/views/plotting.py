@@ -111,7 +111,7 @@ def _mixed_pen(pen: QPen, background: QColor) -> QPen:
 class HoverProxy:
     """Calls ``on_hover(scene_pos)`` at most ``rate`` times a second while the mouse moves.
 
-    pyqtgraph items have no per-bar tooltips (qt-stack.md §3.3 #4), so views hit-test their own
+    pyqtgraph items have no per-bar tooltips, so views hit-test their own
     tables; rate limiting keeps that cheap on big schedules. The views show their tips with
     ``QToolTip.showText``; Qt's own tooltip event (sent once the mouse rests, ~0.7 s) would
     reach ``QGraphicsScene.helpEvent``, find no item with a tooltip and hide theirs: tips

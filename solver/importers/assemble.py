@@ -6,8 +6,8 @@ Both importers end here, so a network gives the same graph whichever way it came
   producer (conv+BN+ReLU is one node, as a Keras layer or Checkmate's graphs). A fused node's
   memory also holds the tensors its folded parts keep for the backward (BN's input, max-pool
   indices), so fusion never hides memory. **Op level** keeps one node per operator.
-* The training graph is :func:`solver.document.training.build_training_graph` with the rules of
-  graph-import.md §2.3: the backward of a node reads its forward inputs only when autograd saves
+* The training graph is :func:`solver.document.training.build_training_graph` with autograd's
+  rules: the backward of a node reads its forward inputs only when autograd saves
   them, and its own forward output (or the tensors kept alongside) when those are saved; its
   memory is the gradient of its activation inputs (0 for the first convolution).
 * Parameters and their gradients are ``fixed_memory`` on every device.
@@ -28,8 +28,7 @@ __all__ = ["LEVELS", "fuse_layers", "assemble_graph"]
 
 LEVELS = ("layer", "op")
 _TRAINING_NOTE = (
-    "one backward node per forward node; a backward reads the forward tensors "
-    "autograd saves for it (graph-import.md §2.3)"
+    "one backward node per forward node; a backward reads the forward tensors autograd saves for it"
 )
 
 

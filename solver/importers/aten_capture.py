@@ -15,7 +15,7 @@ Every call node of the captured graph is tagged in ``node.meta["custom"]``:
   module hooks, e.g. ``enc.layers.2.self_attn``;
 * ``grad_of``: for backward ops, the autograd sequence number of the ``grad_fn`` being run
   (``None`` for gradient accumulation between ``grad_fn`` calls). The forward op with the same
-  ``seq_nr`` is the one differentiated (graph-import.md, probe of the joint graph).
+  ``seq_nr`` is the one differentiated.
 
 The loss is ``mean(output ** 2)`` for every model: it needs no labels, reads the output (as
 cross-entropy does) and is what the executor and the tests reproduce. A model returning several

@@ -1,4 +1,4 @@
-"""Per-operator forward and backward times, behind one interface (graph-import.md §3).
+"""Per-operator forward and backward times, behind one interface.
 
 A cost model turns an :class:`~solver.importers.ops.OpGraph` into milliseconds per op and per
 direction. Two implementations:

@@ -1,6 +1,6 @@
 """Published specifications of devices and host links, for the roofline cost model.
 
-Peak numbers are vendor figures for dense FP32 without tensor cores (graph-import.md §3.2);
+Peak numbers are vendor figures for dense FP32 without tensor cores;
 nobody reaches a peak, so each entry carries efficiency knobs (the fraction of peak FLOP/s and
 of peak bandwidth a real framework gets) that a user with the device can calibrate from one
 measured training step. A :class:`Platform` names the devices of a graph and the link between

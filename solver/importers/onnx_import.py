@@ -1,7 +1,7 @@
 """Import an ONNX file (XEngine's own input format) with ``onnx`` and its shape inference.
 
 No onnxruntime: ``onnx.shape_inference.infer_shapes`` gives every intermediate shape, which is
-all the graph needs (graph-import.md §3.3). The walk mirrors the torch.fx importer, so an
+all the graph needs. The walk mirrors the torch.fx importer, so an
 exported network gives the same :class:`~solver.importers.ops.OpGraph`:
 
 * *static* tensors (weights given as graph inputs or initializers, ``Constant``, shape

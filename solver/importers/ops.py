@@ -5,8 +5,8 @@ compute operators in topological order, views already folded into their producer
 bytes, FLOPs and parameter counts. Everything after that (costs, layer fusion, the training
 graph) works on this list only, so both importers give the same graph for the same network.
 
-What a backward operator reads (:data:`SAVES`) is what PyTorch's autograd saves for it
-(graph-import.md §2.3); ``tests/solver/importers`` checks the table against autograd itself.
+What a backward operator reads (:data:`SAVES`) is what PyTorch's autograd saves for it;
+``tests/solver/importers`` checks the table against autograd itself.
 """
 
 from __future__ import annotations

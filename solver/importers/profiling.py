@@ -4,7 +4,7 @@ An ``fx.Interpreter`` runs the traced network on real tensors; at each compute n
 the op without autograd (forward), then reruns it on leaf copies of its inputs and times
 ``torch.autograd.grad`` of its output (backward, gradients for the inputs that need one and for
 the op's parameters). This is XEngine's "benchmark each primitive on each device" done with
-torch (graph-import.md §3.1). Times are the median of repeats of *thread CPU time* with torch
+torch. Times are the median of repeats of *thread CPU time* with torch
 limited to one thread: on a shared machine wall clock was 2-5x inflated, CPU time was not.
 """
 

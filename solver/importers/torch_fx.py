@@ -1,7 +1,7 @@
 """Import a PyTorch module: torch.fx ``symbolic_trace`` + ``ShapeProp`` on the meta device.
 
 The model is built under ``torch.device("meta")``, so no weight is allocated and shape
-propagation at batch 256 takes well under a second (graph-import.md §2.1). Views (flatten,
+propagation at batch 256 takes well under a second. Views (flatten,
 reshape, getitem, ...) get no node: they are folded into the op that produced their input.
 
 Spec strings name a module and an attribute, ``"package.module:Class"`` or

@@ -1,7 +1,7 @@
 """Plain ``torch.nn`` definitions of the networks the scheduling papers use, without torchvision.
 
 torchvision's x86_64 wheels on PyPI are built against CUDA torch and do not load next to the CPU
-wheel (graph-import.md §6), and we only need the *definitions*, never weights. The layouts follow
+wheel, and we only need the *definitions*, never weights. The layouts follow
 torchvision (VGG, ResNet, MobileNetV2) and the common PyTorch U-Net port, so the parameter counts
 equal the published ones. Every module is a distinct instance (no shared ``relu`` called twice):
 torch.fx names a node after its module, and a shared module would give repeated names.

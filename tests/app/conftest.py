@@ -1,7 +1,7 @@
 """Fixtures for the GUI tests: offscreen Qt, throw-away settings, dialogs and windows.
 
 ``make_window`` is a factory that keeps a strong reference to every window it makes (pytest-qt
-holds only weak ones; qt-stack.md §3.3), and on teardown cancels solves, closes the windows,
+holds only weak ones), and on teardown cancels solves, closes the windows,
 waits for the worker threads and fails on a leaked worker or a visible top-level widget.
 """
 

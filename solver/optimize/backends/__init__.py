@@ -5,7 +5,7 @@ process it never exposes, CBC's log is block-buffered when piped, and PuLP repor
 time-limited or interrupted run as "Optimal". So CBC (the binary bundled with PuLP) is run
 here as a process we own (under a pty, so every log line arrives when printed; SIGINT keeps
 the incumbent), and HiGHS runs in process with its callbacks switched on. Both report our
-:class:`~solver.status.SolveStatus` (docs/model.md section 4; notes: qt-stack.md section 2.4).
+:class:`~solver.status.SolveStatus` (docs/model.md section 4).
 
 A problem is a :class:`~solver.optimize.backends.lp.LinearProgram` (arrays; how the XEngine model is
 built) or, for small models and tests, a ``pulp.LpProblem``, converted on the way in.

@@ -2,7 +2,7 @@
 
 The arrays go to ``highspy`` directly (``passModel``): no PuLP objects, no files. HiGHS only
 fires its logging callbacks with ``output_flag`` on, so it stays on with ``log_to_console``
-off (qt-stack.md section 2.4). Every improving solution is handed to ``on_solution`` as well,
+off. Every improving solution is handed to ``on_solution`` as well,
 so the caller can replay it and show it while the search goes on. ``highspy`` is optional;
 without it :data:`highspy` is ``None``.
 """

@@ -24,7 +24,7 @@ class LinearProgram:
 
     ``A`` is given as coordinates (``rows``, ``cols``, ``vals``); duplicates are summed.
     Column ``j`` is named ``X{j:07d}`` and row ``r`` ``C{r:07d}`` in files, as PuLP names
-    them (integers only, style.md rule 6). ``integer`` marks integer columns; binaries are
+    them (integers only). ``integer`` marks integer columns; binaries are
     integer columns with bounds [0, 1].
     """
 

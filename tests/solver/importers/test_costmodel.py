@@ -101,7 +101,7 @@ def test_make_platform_links_every_pair_both_ways():
 
 
 def test_zoo_step_times_match_the_note():
-    """graph-import.md §3.2: VGG16 at batch 32 ~ 156 ms on an RTX 3090, 332 ms on a V100."""
+    """VGG16 at batch 32 ~ 156 ms on an RTX 3090, 332 ms on a V100."""
     pytest.importorskip("torch")
     from solver.importers.torch_fx import import_torch
 

@@ -26,7 +26,7 @@ CASES = {
 
 
 def export(name: str, path) -> None:
-    """Weight-free training-mode export, as graph-import.md §3.3 recommends."""
+    """Weight-free training-mode export."""
     model = ZOO[name][0]().train()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the TorchScript exporter is deprecated, still works

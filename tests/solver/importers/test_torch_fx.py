@@ -19,7 +19,7 @@ from solver.importers.ops import SAVES  # noqa: E402
 from solver.importers.torch_fx import import_torch, load_factory  # noqa: E402
 
 BATCH = (32, 3, 224, 224)
-# graph-import.md §2.4: training-graph nodes (forward + loss + backward), counted independently
+# training-graph nodes (forward + loss + backward), counted independently
 # (Checkmate's Keras graphs give 45 / 51; AOTAutograd's forward op counts give 2 x ops + 1).
 COUNTS = {
     ("vgg16", "layer"): 45,
@@ -54,7 +54,7 @@ def test_import_torch_node_count_matches_known(name, level):
 def test_import_torch_resnet18_edges_follow_autograd():
     graph = training_graph("resnet18", "op")
     inputs = {n.id: {graph.nodes[j].id for j in graph.inputs[i]} for i, n in enumerate(graph.nodes)}
-    assert len(graph.edges) == 211  # graph-import.md §2.4
+    assert len(graph.edges) == 211
     assert inputs["add.grad"] == {"layer1_0_relu2.grad"}  # add saves nothing
     assert inputs["layer1_0_bn2.grad"] == {"layer1_0_conv2", "add.grad"}  # BN saves its input
     assert inputs["layer1_0_relu1.grad"] == {"layer1_0_relu1", "layer1_0_conv2.grad"}  # output
