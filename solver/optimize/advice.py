@@ -64,8 +64,8 @@ def advise(result: SolveResult, graph: Graph, time_limit_s: float, backend: str)
         tips = [longer]
         if not have_cpsat and graph.n > 100:
             tips.append("CP-SAT (pip install -e '.[cpsat]') for large graphs")
-        if backend != "cpsat" and have_cpsat and graph.n > 100:
-            tips.append("--solver cpsat")
+        if backend != "cpsat" and have_cpsat and graph.n > 100 and result.restricted is None:
+            tips.append("the CP-SAT solver (--solver cpsat)")  # when it has not run yet
         parts.append(f"{why}: try " + " or ".join(tips))
     idle = idle_devices(result)
     if idle:

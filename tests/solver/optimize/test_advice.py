@@ -1,0 +1,60 @@
+"""advise(): one sentence on what would help a weak result, and nothing for a strong one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from solver.document.generators import unit_chain
+from solver.optimize.advice import advise
+from solver.optimize.backends import registry
+from solver.optimize.incumbents import Restricted
+from solver.optimize.methods import solve
+from solver.status import SolveStatus
+
+needs_cpsat = pytest.mark.skipif(
+    not registry.BACKENDS["cpsat"].available(), reason="needs the cpsat extra"
+)
+
+
+@pytest.fixture(scope="module")
+def chain():
+    graph = unit_chain(60, budget=1000)  # 121 nodes: a "large" graph for the advice
+    return graph, solve(graph, "checkpoint-all")
+
+
+def weak(result, **changes):
+    base = {"status": SolveStatus.FEASIBLE, "gap": 0.05, "bound": 1.0}
+    return replace(result, **{**base, **changes})
+
+
+def test_a_proven_or_impossible_result_needs_no_advice(chain):
+    graph, result = chain
+    for status in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE):
+        assert advise(replace(result, status=status), graph, 60, "cbc") == ""
+
+
+@needs_cpsat
+def test_a_gap_suggests_time_and_cpsat_only_when_cpsat_has_not_run(chain):
+    graph, result = chain
+    before = advise(weak(result), graph, 60, "cbc")
+    assert before.startswith("the gap is 5.0%: try a longer time limit than 60 s")
+    assert "CP-SAT solver (--solver cpsat)" in before
+    searched = weak(result, restricted=Restricted(2, None, False))  # CP-SAT ran beside CBC
+    after = advise(searched, graph, 60, "cbc")
+    assert "a longer time limit than 60 s" in after and "cpsat" not in after
+
+
+def test_a_restricted_optimum_names_its_restriction_and_the_wider_search(chain):
+    graph, result = chain
+    proven = weak(result, restricted=Restricted(2, 40.0, True))
+    text = advise(proven, graph, 60, "cbc")
+    assert "at most 2 runs of each node per device" in text and "--runs 3" in text
+
+
+def test_no_schedule_says_what_to_try(chain):
+    graph, result = chain
+    empty = replace(result, status=SolveStatus.TIME_LIMIT, schedule=None, timeline=None)
+    text = advise(empty, graph, 30, "cbc")
+    assert text.startswith("no schedule yet: try a longer time limit than 30 s, a larger budget")
