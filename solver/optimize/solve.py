@@ -138,6 +138,9 @@ def _solve(
     start = start_solve(graph, options, method, on_progress, cancel)
     if isinstance(start, SolveResult):
         return start
+    if cancel is not None and cancel.is_set():
+        stopped = replace(start.base, status=SolveStatus.CANCELLED)
+        return start.best.result(stopped, "cancelled during the heuristic start")
     plan = plan_solve(graph, options)
     start.best.note(f"plan: {plan.why}")
     with _relaxation_beside(start, options, cancel):
@@ -317,7 +320,9 @@ def start_solve(
             best.note(f"construction: {built.timeline.total_ms:.6g} ms in {built.seconds:.1f} s")
         else:
             best.note(f"{built.reason} ({built.seconds:.1f} s)")
-        if best.timeline is None or time.monotonic() < until:
+        # a cancelled solve still keeps a schedule: the baselines run when there is none
+        cancelled = cancel is not None and cancel.is_set()
+        if best.timeline is None or (time.monotonic() < until and not cancelled):
             heuristic = best_baseline(graph, deadline=until)
             if heuristic is not None:
                 best.offer(*heuristic, source=_source_name(heuristic[0]))
