@@ -28,8 +28,6 @@ Per graph and budget (the GPU limited, the host keeping its memory, as in bench/
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 import time
 from dataclasses import replace
@@ -37,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from solver.cli.output import stdout_to_stderr
 from solver.document.examples import bundled_graphs
 from solver.document.graph import Graph
 from solver.document.graph_io import load_graph
@@ -103,20 +102,6 @@ def _label(result: SolveResult) -> str:
     if result.backend == "heuristic":
         return f"{result.method} (heuristic)"
     return f"{result.method} {result.status.value}"
-
-
-@contextlib.contextmanager
-def _native_stdout_to_stderr():
-    """Keep HiGHS's banner (printed by native code) out of the table."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def run_case(name: str, share: float, args) -> dict:
@@ -188,7 +173,7 @@ def main() -> None:
     print(" | ".join(COLUMNS))
     for name in args.graphs:
         for share in SHARES:
-            with _native_stdout_to_stderr():
+            with stdout_to_stderr():  # HiGHS's banner stays out of the table
                 row = run_case(name, share, args)
             print(" | ".join(row.get(c, "-") for c in COLUMNS), flush=True)
 
