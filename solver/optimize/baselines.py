@@ -11,15 +11,18 @@ import math
 from collections.abc import Callable, Sequence
 
 import networkx as nx
+import numpy as np
 
 from solver.document.graph import Graph
 from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.errors import ScheduleViolation
 from solver.execution.simulate import Timeline, simulate
+from solver.optimize.bounds import no_remat_peak
 
 __all__ = [
     "schedule_with_checkpoints",
     "checkpoint_all",
+    "checkpoint_all_where_it_fits",
     "chen_candidates",
     "chen_sqrtn",
     "chen_greedy",
@@ -92,6 +95,29 @@ def checkpoint_all(graph: Graph, device: str) -> Schedule:
     """
     method = f"checkpoint-all:{device}"
     return schedule_with_checkpoints(graph, device, lambda i, t, r: True, method)
+
+
+def checkpoint_all_where_it_fits(graph: Graph) -> tuple[Schedule, Timeline] | None:
+    """Checkpoint-all on the fastest device whose budget holds the no-remat peak, replayed.
+
+    The schedule a solve can show within seconds on any size of graph, before the
+    construction (17 s on 5,107 operations) or a model: building and replaying it is linear
+    in the graph but for the resident sets (2.5 s at 5,107 operations). ``None`` when no
+    device can run every node and hold the peak.
+    """
+    peak = no_remat_peak(graph)
+    fitting = [
+        d
+        for d, device in enumerate(graph.devices)
+        if device.activation_budget >= peak and not np.isnan(graph.cost[d]).any()
+    ]
+    if not fitting:
+        return None
+    with np.errstate(over="ignore"):  # a cost of 1e308 sums to inf: slowest, not an error
+        fastest = min(fitting, key=lambda d: float(graph.cost[d].sum()))
+    schedule = checkpoint_all(graph, graph.devices[fastest].name)
+    timeline = simulate(graph, schedule)
+    return (schedule, timeline) if timeline.valid else None
 
 
 def chen_candidates(graph: Graph) -> list[int]:

@@ -95,7 +95,8 @@ def placements(graph: Graph) -> list[list[int]]:
             and node_requirement(graph, k) <= device.activation_budget
             for k in range(graph.n)
         ):
-            singles.append((float(np.nansum(graph.cost[d])), d))
+            with np.errstate(over="ignore"):  # a cost of 1e308 sums to inf: last, no warning
+                singles.append((float(np.nansum(graph.cost[d])), d))
     found = [cheapest] if cheapest is not None else []
     for _, d in sorted(singles):
         if [d] * graph.n not in found:

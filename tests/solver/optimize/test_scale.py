@@ -20,6 +20,7 @@ from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule
 from solver.optimize import intervals
 from solver.optimize.backends import registry
+from solver.optimize.baselines import checkpoint_all_where_it_fits
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.construct import construct, construct_best
 from solver.optimize.relaxation import build_relaxation, relaxation_bound
@@ -72,6 +73,34 @@ def test_construction_spills_a_node_too_big_for_the_gpu_to_the_cpu():
     where = {op.node: op.device for _, op in found.schedule.operations}
     assert where == {"a": "gpu", "b": "gpu", "c": "cpu"}
     assert timeline.total_ms == 1 + 1 + 10 + 2  # two copies of 1 ms each
+
+
+@pytest.mark.parametrize(("gpu_budget", "device", "cost"), [(2, "cpu", 30.0), (3, "gpu", 3.0)])
+def test_checkpoint_all_runs_on_the_fastest_device_that_holds_the_peak(gpu_budget, device, cost):
+    # fan_in's peak is 3 bytes (a, b and c held at once): a GPU budget of 2 leaves the CPU
+    # (3 x 10 ms), a budget of 3 the GPU (3 x 1 ms).
+    schedule, timeline = checkpoint_all_where_it_fits(fan_in_graph(gpu_budget))
+    assert schedule.solver.method == f"checkpoint-all:{device}"
+    assert timeline.valid and timeline.total_ms == cost and timeline.recomputations == 0
+
+
+def test_checkpoint_all_fits_nowhere_below_the_peak():
+    assert checkpoint_all_where_it_fits(unit_chain(4, budget=5)) is None  # its peak is 6
+
+
+def test_the_first_schedule_is_checkpoint_all_where_a_device_holds_the_peak():
+    # Before the construction (which may take 17 s on 5,000 operations) the solve shows
+    # checkpoint-all on the CPU (30 ms), then the construction's 14 ms (c spilled to the CPU).
+    graph = fan_in_graph(gpu_budget=2)
+    seen: list[float] = []
+
+    def on_progress(progress):
+        if progress.schedule is not None:
+            seen.append(progress.incumbent)
+
+    result = solve_xengine(graph, SolveOptions(time_limit_s=10), on_progress)
+    assert seen[:2] == [30.0, 14.0]
+    assert result.status is SolveStatus.OPTIMAL and result.timeline.total_ms == 14.0
 
 
 def test_construction_says_why_when_nothing_fits():
