@@ -1,0 +1,77 @@
+"""Benchmark "a schedule always, at once" (issue 18) over many random graphs, not one seed.
+
+``bench/scale.py --suite random`` solves one seed per size for a minute each; whether the
+construction (:func:`solver.optimize.construct.construct_best`, what a solve shows before any
+model is built) finds a schedule depends on the graph, so this bench runs only the
+construction, on ``--seeds`` seeds of each size (Moccasin-like random layered graphs, mean layer
+width 0.3 sqrt(n), one device) at each budget (a share of the schedule order's peak), with a
+deadline of ``--deadline`` seconds (the issue's 10 s), and prints a table: how many got a
+schedule, the slowest construction, the median cost, and the seeds without one.
+
+    .venv/bin/python bench/construct.py                      # 100-1,000 nodes, 10 seeds (~3 min)
+    .venv/bin/python bench/construct.py --sizes 100 --seeds 20 --budgets 80
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from solver.cli import parse_budget  # noqa: E402
+from solver.document.random_graphs import random_layered  # noqa: E402
+from solver.optimize.construct import construct_best  # noqa: E402
+
+RANDOM_WIDTH = 0.3
+"""Mean layer width over sqrt(n), as in bench/scale.py's random suite."""
+
+
+def run(n: int, seeds: int, percent: int, deadline: float) -> list[str]:
+    """One table row: ``n`` nodes at ``percent`` % over ``seeds`` seeds."""
+    costs: list[float] = []
+    missing: list[str] = []
+    slowest = 0.0
+    for seed in range(seeds):
+        graph = random_layered(n, seed=seed, width=RANDOM_WIDTH * n**0.5)
+        name, budget = parse_budget(graph, f"{graph.devices[0].name}={percent}%")
+        graph = graph.with_memory_limits({name: budget})
+        started = time.perf_counter()
+        found = construct_best(graph, deadline=time.monotonic() + deadline)
+        slowest = max(slowest, time.perf_counter() - started)
+        if found.timeline is not None:
+            costs.append(found.timeline.total_ms)
+        else:
+            missing.append(str(seed))
+    median = f"{statistics.median(costs):,.0f}" if costs else "-"
+    return [
+        str(n),
+        f"{percent}%",
+        f"{len(costs)} of {seeds}",
+        f"{slowest:.2f}",
+        median,
+        ", ".join(missing) or "-",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 250, 500, 1000])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--budgets", type=int, nargs="*", default=[80, 90])
+    parser.add_argument("--deadline", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    columns = ["nodes", "budget", "with a schedule", "slowest s", "median ms", "seeds without"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for n in args.sizes:
+        for percent in args.budgets:
+            print("| " + " | ".join(run(n, args.seeds, percent, args.deadline)) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
