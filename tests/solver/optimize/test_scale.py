@@ -22,7 +22,7 @@ from solver.optimize import intervals
 from solver.optimize.backends import registry
 from solver.optimize.baselines import checkpoint_all_where_it_fits
 from solver.optimize.bounds import no_remat_peak
-from solver.optimize.construct import construct, construct_best
+from solver.optimize.construct import _Repair, construct, construct_best
 from solver.optimize.relaxation import build_relaxation, relaxation_bound
 from solver.optimize.solve import SolveOptions, plan_solve, solve_xengine
 from solver.status import SolveStatus
@@ -101,6 +101,19 @@ def test_the_first_schedule_is_checkpoint_all_where_a_device_holds_the_peak():
     result = solve_xengine(graph, SolveOptions(time_limit_s=10), on_progress)
     assert seen[:2] == [30.0, 14.0]
     assert result.status is SolveStatus.OPTIMAL and result.timeline.total_ms == 14.0
+
+
+def test_tightening_keeps_what_fits_instead_of_recomputing_it():
+    # Checkmate's unit chain with room for everything (budget n + 2): drop n0 over stages
+    # 1-10, so that n10 recomputes it (12 ms); tightening holds it again (the plain 11 ms).
+    graph = unit_chain(5, budget=5 + 2)
+    repair = _Repair(graph, [0] * graph.n)
+    _, _, change = repair._evaluate([(0, 1, 10, -1)])
+    repair._apply(change)
+    assert repair.predicted_ms() == 12 and not repair.over.any()
+    assert repair.tighten(None) == 1
+    timeline = check_schedule(graph, repair.schedule("construct"))
+    assert timeline.total_ms == 11 and timeline.recomputations == 0
 
 
 def test_construction_says_why_when_nothing_fits():
