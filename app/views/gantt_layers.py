@@ -20,7 +20,7 @@ from PySide6.QtGui import QBrush, QColor
 
 from app.theme import Colors
 from app.views.gantt_geometry import hatch_segments
-from app.views.gantt_lanes import OP_HEIGHT, TRANSFER_HEIGHT, LaneTable, link_lane
+from app.views.gantt_lanes import OP_HEIGHT, TRANSFER_HEIGHT, BarArrays, LaneTable
 from solver.document.graph import NODE_KINDS
 from solver.execution.simulate import Timeline
 
@@ -102,25 +102,26 @@ class GanttLayers:
         )
 
     def fill(self, timeline: Timeline | None, table: LaneTable) -> None:
-        """Feed every schedule layer from ``timeline`` laid out on ``table``'s lanes."""
+        """Feed every schedule layer from ``timeline`` laid out on ``table``'s lanes (its
+        :class:`~app.views.gantt_lanes.BarArrays`: masks, no walk over the operations)."""
         self._is_link = table.is_link
-        lane_of = table.lane_of
-        ops = timeline.ops if timeline is not None else ()
+        bars = table.arrays
+        is_op = bars.what == 0
         for kind in NODE_KINDS:
-            first = [op for op in ops if op.kind == kind and not op.recompute]
-            again = [op for op in ops if op.kind == kind and op.recompute]
-            self.set_bars(kind, [(op.start, op.end, lane_of[op.device]) for op in first])
-            spans = [(op.start, op.end, lane_of[op.device]) for op in again]
-            self.set_bars(f"recompute:{kind}", spans)
-            self.set_bars(f"hatch:{kind}", spans)
-        transfers = timeline.transfers if timeline is not None else ()
+            of_kind = is_op & (bars.kind == kind)
+            self._set_arrays(kind, bars, of_kind & ~bars.flag)
+            again = of_kind & bars.flag
+            self._set_arrays(f"recompute:{kind}", bars, again)
+            self._set_arrays(f"hatch:{kind}", bars, again)
         for layer, offload in (("transfer", False), ("offload", True)):
-            spans = [
-                (tr.start, tr.end, lane_of[link_lane(tr.source, tr.target)])
-                for tr in transfers
-                if tr.offload == offload
-            ]
-            self.set_bars(layer, spans)
+            self._set_arrays(layer, bars, ~is_op & (bars.flag == offload))
+
+    def _set_arrays(self, layer: str, bars: BarArrays, mask: np.ndarray) -> None:
+        starts, lanes = bars.start[mask], bars.lane[mask]
+        heights = np.where(self._is_link[lanes], TRANSFER_HEIGHT, OP_HEIGHT)
+        self.items[layer].setOpts(
+            x0=starts, width=bars.end[mask] - starts, y=lanes.astype(float), height=heights
+        )
 
     def set_bars(self, layer: str, spans: Iterable[Span]) -> None:
         """Feed one layer ``(start, end, lane)`` spans; link lanes get thinner bars."""

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from app.document import Document
 from app.views.concurrent_source import ConcurrentSource
 from app.views.gantt import GanttView
+from app.views.gantt_lanes import timeline_total
 from app.views.gantt_text import result_label
 from app.views.memory import MemoryView
 from solver.document.units import format_ms
@@ -155,7 +156,7 @@ class ScheduleView(QWidget):
         document = self._document
         on = self.concurrent_action.isChecked()
         if document.is_provisional and not on and document.timeline is not None:
-            serial = format_ms(document.timeline.total_ms)
+            serial = format_ms(timeline_total(document.timeline))
             self.makespan_label.setText(f"<b>serial {serial}</b> · concurrent: when the solve ends")
             return
         layout = self._concurrent.layout(document)
