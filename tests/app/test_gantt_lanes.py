@@ -66,3 +66,19 @@ def test_lanes_are_built_once_per_timeline(view, document, monkeypatch):
     assert len(built) == 1  # a new timeline object (the next incumbent): a new table
     view.on_theme_changed()
     assert len(built) == 1
+
+
+def test_many_recomputations_get_the_fast_one_pixel_outline(view, document, monkeypatch):
+    """Qt strokes a 1.4 px outline on a slow path: 6.5 ms of every paint of a 5,000-operation
+    schedule's recomputations (issue 20); that many bars get a 1 px one."""
+    import app.views.gantt_layers as gantt_layers
+
+    layer = view.layer("recompute:forward")
+    assert len(layer.opts["x0"]) == 1
+    assert layer.opts["pen"].widthF() == pytest.approx(1.4)
+    monkeypatch.setattr(gantt_layers, "WIDE_OUTLINES_UP_TO", 0, raising=False)
+    document.set_result(replace(document.result, timeline=copy.copy(document.timeline)))
+    view.flush()
+    assert layer.opts["pen"].widthF() == pytest.approx(1.0)
+    view.on_theme_changed()  # a new palette keeps the choice
+    assert layer.opts["pen"].widthF() == pytest.approx(1.0)
