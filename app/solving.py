@@ -37,6 +37,9 @@ FLUSH_INTERVAL_MS = 100
 """Progress is handed to the views at most every 100 ms (<= 10 Hz)."""
 AUTO_SOLVE_DELAY_MS = 600
 """How long the budgets must stay unchanged before an auto-solve starts."""
+STORE_DELAY_MS = 500
+"""How long after a solve ends its result is handed to the store's writer: the final result
+is drawn first (see ``_on_worker_finished``)."""
 
 
 def format_objective(value: float | None) -> str:
@@ -90,6 +93,8 @@ class SolveController(QObject):
         """Another lookup was asked for while one ran (its ``after_graph_change``)."""
         self._auto_solve_waits = False
         """Auto-solve's delay ended during a lookup: it solves when the lookup did not answer."""
+        self._unstored: list[tuple[SolveRequest, SolveResult]] = []
+        """Finished solves waiting for ``STORE_DELAY_MS`` before they are stored."""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._on_flush_timer_timeout)
@@ -172,6 +177,7 @@ class SolveController(QObject):
 
     def shutdown(self, timeout_ms: int = 30_000) -> bool:
         """Cancel every solve and background task, then wait for the threads (window close)."""
+        self._store_pending()  # on the writer, which is drained below (or by the window)
         self._closed = True  # late signals of our workers are ignored from now on
         self._auto_timer.stop()
         self._flush_timer.stop()
@@ -206,8 +212,16 @@ class SolveController(QObject):
             return
         if worker.request.key is not None:
             self._document.cache_result(worker.request.key, result)
-        request = worker.request
-        remember_result(request.graph, request.method, request.options, result, self._writer)
+        # Stored a moment later: serializing a 5,000-op schedule is 0.1 s of Python on the
+        # writer's thread, and while the final result is drawn it took the GIL from the GUI
+        # thread (a 60 ms stall, bench/draw.py --stream). A close stores it at once.
+        self._unstored.append((worker.request, result))
+        QTimer.singleShot(STORE_DELAY_MS, self, self._store_pending)
+
+    def _store_pending(self) -> None:
+        pending, self._unstored = self._unstored, []
+        for request, result in pending:
+            remember_result(request.graph, request.method, request.options, result, self._writer)
 
     def _on_solve_finished(self, worker: SolveWorker, result: SolveResult) -> None:
         self._provisional = None  # the final result replaces it

@@ -105,3 +105,25 @@ def test_auto_solve_waits_for_the_lookup(qtbot, controller):
     qtbot.wait(100)
     assert started == []
     assert document.result.timeline.total_ms == 10.0
+
+
+def test_finished_solve_is_stored_after_it_is_drawn_or_at_close(qtbot, controller, monkeypatch):
+    """Serializing a 5,000-op schedule on the writer's thread took the GIL from the GUI thread
+    while the final result was drawn (issue 20): it is handed over a moment later, and a close
+    hands it over at once (the window then drains the writer)."""
+    from types import SimpleNamespace
+
+    import app.solving as solving
+    from app.workers import SolveRequest
+
+    stored: list[object] = []
+    monkeypatch.setattr(solving, "remember_result", lambda *a: stored.append(a[3]))
+    graph = unit_chain(3, budget=3)
+    result = solve(graph, "xengine", OPTIONS)
+    worker = SimpleNamespace(request=SolveRequest(1, graph, "xengine", OPTIONS, key=None))
+    controller._on_worker_finished(worker, result)
+    assert stored == []  # not while the final result is being drawn
+    qtbot.waitUntil(lambda: stored == [result], timeout=5_000)
+    controller._on_worker_finished(worker, result)
+    controller.shutdown(30_000)
+    assert stored == [result, result]  # the window's close: stored before the writer drains
