@@ -586,6 +586,10 @@ class GanttView(FollowsTheme, QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
+        # the header first: a header that wraps onto another line posts its layout request
+        # before the scene's repaint, so the chart is painted once, at its new height (the
+        # first incumbent of a solve painted it twice: 0.4 s into bench/draw.py --stream)
+        self._update_header()
         timeline = self.timeline()
         self._table = LaneTable.of(lane_names(self._document.graph, timeline), timeline)
         self._layers.fill(timeline, self._table)
@@ -603,7 +607,6 @@ class GanttView(FollowsTheme, QWidget):
         end = self._x_end(timeline)
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(lanes), 1) - 0.3)
-        self._update_header()
         self._redraw_selection()
         self._redraw_hover()
         self._redraw_cursor()
