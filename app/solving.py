@@ -8,7 +8,9 @@ older solve that finishes late never overwrites a newer one. While a solve runs,
 incumbent schedule (replayed in the child) is put on display as *provisional*, the latest one
 per flush, so a long solve shows its best schedule so far; the final result replaces it. With
 auto-solve on, a budget change that settles (no change for ``AUTO_SOLVE_DELAY_MS``) shows the
-cached result or starts a solve.
+cached result or starts a solve. The result store is asked in a child process (replaying a big
+stored schedule stalled the event loop for 0.4 s); its answer is shown when it arrives, unless
+the graph or the settings changed meanwhile, and auto-solve waits for it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
 from app.document import Document
 from app.solve_process import ProvisionalSchedule
-from app.store_lookup import StoreWriter, remember_result, stored_result
+from app.store_lookup import StoredAnswer, StoreWriter, lookup_job, remember_result
 from app.tasks import CurrentTask
 from app.workers import ProcessWorker, SolveRequest, SolveWorker
 from solver.optimize.solve import SolveResult
@@ -35,6 +37,9 @@ FLUSH_INTERVAL_MS = 100
 """Progress is handed to the views at most every 100 ms (<= 10 Hz)."""
 AUTO_SOLVE_DELAY_MS = 600
 """How long the budgets must stay unchanged before an auto-solve starts."""
+STORE_DELAY_MS = 500
+"""How long after a solve ends its result is handed to the store's writer: the final result
+is drawn first (see ``_on_worker_finished``)."""
 
 
 def format_objective(value: float | None) -> str:
@@ -78,6 +83,18 @@ class SolveController(QObject):
         self._pending: list[Progress] = []
         self._provisional: ProvisionalSchedule | None = None
         self._closed = False
+        self._lookup = CurrentTask(self)
+        """The result-store lookup on its way, if any (one at a time)."""
+        self._lookup.finished.connect(self._on_lookup_finished)
+        self._lookup.failed.connect(self._on_lookup_failed)
+        self._lookup_for: tuple[object, str, object] = (None, "", None)
+        self._lookup_after_graph_change = False
+        self._lookup_wanted: bool | None = None
+        """Another lookup was asked for while one ran (its ``after_graph_change``)."""
+        self._auto_solve_waits = False
+        """Auto-solve's delay ended during a lookup: it solves when the lookup did not answer."""
+        self._unstored: list[tuple[SolveRequest, SolveResult]] = []
+        """Finished solves waiting for ``STORE_DELAY_MS`` before they are stored."""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._on_flush_timer_timeout)
@@ -125,6 +142,7 @@ class SolveController(QObject):
         if self.blocker() is not None:
             return None
         self._drop_current()
+        self._drop_lookup()  # the solve answers now; a stored answer arriving later would not
         document = self._document
         settings = document.settings
         request = SolveRequest(
@@ -159,10 +177,12 @@ class SolveController(QObject):
 
     def shutdown(self, timeout_ms: int = 30_000) -> bool:
         """Cancel every solve and background task, then wait for the threads (window close)."""
+        self._store_pending()  # on the writer, which is drained below (or by the window)
         self._closed = True  # late signals of our workers are ignored from now on
         self._auto_timer.stop()
         self._flush_timer.stop()
         self._solve.forget()
+        self._drop_lookup()
         ProcessWorker.cancel_all()  # our solves, and the views' comparisons and sweeps
         done = QThreadPool.globalInstance().waitForDone(timeout_ms)
         if not done:
@@ -170,6 +190,11 @@ class SolveController(QObject):
         if self._owns_writer:
             done = self._writer.drain(timeout_ms / 1000) and done
         return done
+
+    def _drop_lookup(self) -> None:
+        self._lookup.forget()  # its child ends by itself within a second
+        self._lookup_wanted = None
+        self._auto_solve_waits = False
 
     def _drop_current(self) -> None:
         if self._solve.cancel():  # its late result is still cached if it is worth caching
@@ -187,8 +212,16 @@ class SolveController(QObject):
             return
         if worker.request.key is not None:
             self._document.cache_result(worker.request.key, result)
-        request = worker.request
-        remember_result(request.graph, request.method, request.options, result, self._writer)
+        # Stored a moment later: serializing a 5,000-op schedule is 0.1 s of Python on the
+        # writer's thread, and while the final result is drawn it took the GIL from the GUI
+        # thread (a 60 ms stall, bench/draw.py --stream). A close stores it at once.
+        self._unstored.append((worker.request, result))
+        QTimer.singleShot(STORE_DELAY_MS, self, self._store_pending)
+
+    def _store_pending(self) -> None:
+        pending, self._unstored = self._unstored, []
+        for request, result in pending:
+            remember_result(request.graph, request.method, request.options, result, self._writer)
 
     def _on_solve_finished(self, worker: SolveWorker, result: SolveResult) -> None:
         self._provisional = None  # the final result replaces it
@@ -255,10 +288,11 @@ class SolveController(QObject):
     # ----- cached results and auto-solve ----------------------------------------------------
     def _on_document_setting_changed(self) -> None:
         cached = self._document.cached_result()
-        if cached is None:
-            cached = self._stored_result()
         if cached is not None:
+            self._drop_lookup()  # answered: a lookup on its way is for another setting
             self._document.set_result(cached)
+        else:
+            self._look_up_stored(after_graph_change=False)
         if self._document.settings.auto_solve:
             self._auto_timer.start()
 
@@ -269,33 +303,97 @@ class SolveController(QObject):
     def _on_graph_settled(self) -> None:
         if self._closed or self._solve.running or self._document.result is not None:
             return
-        stored = self._stored_result()
-        if stored is not None:
-            self._document.set_result(stored)
+        self._look_up_stored(after_graph_change=True)
 
-    def _stored_result(self) -> SolveResult | None:
-        """The result store's answer for the current setting, cached as if solved here.
+    def _look_up_stored(self, after_graph_change: bool) -> None:
+        """Ask the result store for the current setting, in a child process.
 
-        A stored result from a shorter time limit is put on display at once but not cached,
-        so auto-solve (or Solve) still runs; the notice says which it was.
+        Replaying a stored schedule took 0.4 s of the GUI thread on a 5,000-operation graph
+        (``bench/draw.py --stream``). One lookup runs at a time: a request made meanwhile (a
+        slider dragged) waits for it and then asks for the setting of that moment, and an
+        answer for a setting that is no longer the document's is dropped
+        (:meth:`_on_lookup_finished`).
         """
         document = self._document
         if document.graph is None or not document.graph.nodes or self._closed:
-            return None
+            self._lookup_wanted = None
+            return
+        if self._lookup.running:
+            self._lookup_wanted = after_graph_change  # asked again when the one on its way ends
+            return
+        self._lookup_wanted = None
         settings = document.settings
-        found = stored_result(document.graph, settings.method, settings.solve_options())
-        if found is None:
-            return None
+        job = lookup_job(document.graph, settings.method, settings.solve_options())
+        if job is None:
+            return
+        worker = ProcessWorker(job, "stored result lookup")
+        self._lookup_for = (document.graph, settings.method, settings.solve_options())
+        self._lookup_after_graph_change = after_graph_change
+        pool = QThreadPool.globalInstance()  # never queue the window's solve behind a lookup
+        pool.setMaxThreadCount(max(pool.maxThreadCount(), pool.activeThreadCount() + 1))
+        self._lookup.start(
+            worker, worker.signals.progress, worker.signals.finished, worker.signals.failed
+        )
+
+    def _lookup_is_current(self) -> bool:
+        """Whether the answer of the lookup that just ended is for what the document shows:
+        the same graph object (an edit or a memory limit makes a new one), method and options,
+        and (after a graph change) nothing else put on display meanwhile. A solve started
+        meanwhile drops it in :meth:`solve`."""
+        document = self._document
+        graph, method, options = self._lookup_for
+        settings = document.settings
+        if self._closed or document.graph is not graph:
+            return False
+        if settings.method != method or settings.solve_options() != options:
+            return False
+        # after a graph change, only a window that still shows nothing gets the stored result
+        return not self._lookup_after_graph_change or (
+            document.result is None and not self._solve.running
+        )
+
+    def _on_lookup_finished(self, worker: ProcessWorker, found: object) -> None:
+        if isinstance(found, StoredAnswer) and self._lookup_is_current():
+            self._show_stored(found)
+        self._lookup_ended()
+
+    def _on_lookup_failed(self, worker: ProcessWorker, message: str) -> None:
+        logger.warning("stored result lookup failed: %s", message)
+        self._lookup_ended()
+
+    def _lookup_ended(self) -> None:
+        again = self._lookup_wanted
+        if again is not None:
+            self._look_up_stored(again)
+        elif self._auto_solve_waits:
+            self._auto_solve_waits = False
+            self._on_auto_timer_timeout()
+
+    def _show_stored(self, found: StoredAnswer) -> None:
+        """Put the store's answer on display, cached as if solved here.
+
+        A stored result from a shorter time limit is put on display but not cached, so
+        auto-solve (or Solve) still runs; the notice says which it was.
+        """
+        document = self._document
         if not found.final:
             self.notice.emit(f"Shown: {found.note}; solve again for the full limit")
             document.set_result(found.result)
-            return None
+            return
         self.notice.emit(f"Result {found.note}")
         document.cache_result(document.result_key(), found.result)
-        return found.result
+        document.set_result(found.result)
+
+    @property
+    def looking_up(self) -> bool:
+        """Whether a result-store lookup is on its way (its answer is shown when it comes)."""
+        return self._lookup.running or self._lookup_wanted is not None
 
     def _on_auto_timer_timeout(self) -> None:
         if self._document.cached_result() is not None:
+            return
+        if self.looking_up:  # the store may answer: solve only if it does not
+            self._auto_solve_waits = True
             return
         request = self.current_request
         if request is not None and request.key == self._document.result_key():

@@ -26,7 +26,8 @@ incumbent costs more in a fresh window), and tabulates the longest gap of each r
 
 ``--stream SECONDS`` plays a solve in the real window that streams a 5,000-operation (``--ops``)
 incumbent ``--rate`` times a second, and reports the event loop's longest gaps: the window's
-own cost of drawing one big incumbent after another (no solver competes for the CPUs).
+own cost of drawing one big incumbent after another (no solver competes for the CPUs);
+``--trace`` also lists what ran in the longest gaps (events, the views' slots, paints).
 
 The graph view's table times its layout (module folding, layering, wrapping), its first draw
 and pan and zoom frames on a 5,000-node chain and a 5,000-op graph named by module path.
@@ -538,12 +539,15 @@ def measure_stall(example: str, percent: float, solver: str, limit: float) -> di
     }
 
 
-def measure_streaming(ops: int, seconds: float, rate: float) -> dict:
+def measure_streaming(ops: int, seconds: float, rate: float, trace: bool = False) -> dict:
     """The window on the synthetic ``ops``-operation schedule while a solve streams an
     incumbent ``rate`` times a second for ``seconds``, then ends: the event loop's longest
     gap (a 10 ms timer). The solve is played, not run: its worker is held, and replayed
     incumbents (as the child process sends them) are handed to it, so what is measured is
     the window's own work of drawing a 5,000-operation incumbent after another."""
+    import copy
+    from dataclasses import replace
+
     from PySide6.QtCore import QStandardPaths, QTimer
 
     from app.main_window import MainWindow
@@ -569,19 +573,26 @@ def measure_streaming(ops: int, seconds: float, rate: float) -> dict:
     window.controller.solve()
     worker = window.controller.current_worker
     gaps: list[float] = []
+    ends: list[float] = []
     state = {"last": time.perf_counter(), "sent": 0}
     started = time.perf_counter()
+    TRACE.spans.clear()
 
     def tick() -> None:
         now = time.perf_counter()
         gaps.append(now - state["last"])
+        ends.append(now)
         state["last"] = now
 
     def send() -> None:
         k = state["sent"]
+        # a solve's every incumbent is a new schedule and timeline (replayed in the child):
+        # fresh objects, so that nothing drawn for an earlier one is reused by identity
         result = results[k % len(results)]
+        result = replace(result, schedule=copy.copy(result.schedule))
+        result = replace(result, timeline=copy.copy(result.timeline))
         elapsed = time.perf_counter() - started
-        cost = result.timeline.total_ms * (1 + 0.5 / (k + 1))
+        cost = result.objective * (1 + 0.5 / (k + 1))  # not total_ms: a sum per call
         worker.signals.progress.emit(Progress(elapsed, cost, 0.8 * cost, 0.2, "Cbc0010I line"))
         worker.signals.progress.emit(
             ProvisionalSchedule(elapsed, cost, result.schedule, result.timeline)
@@ -610,6 +621,11 @@ def measure_streaming(ops: int, seconds: float, rate: float) -> dict:
         f"gaps {', '.join(f'{g * 1000:.0f}' for g in longest)} ms; gaps > 50 ms: "
         f"{sum(g > 0.05 for g in gaps)}"
     )
+    if trace:  # what ran in the longest gaps (--trace)
+        for gap, end in sorted(zip(gaps, ends, strict=True), reverse=True)[:8]:
+            print(f"  {gap * 1000:7.1f} ms ending @ {end - started:6.2f} s")
+            for ms, cpu, label in TRACE.inside(end - gap, end)[:14]:
+                print(f"        {ms:6.1f} ms (CPU {cpu:5.1f})  {label}")
     return {"gap_ms": longest[0] * 1000 if longest else 0.0}
 
 
@@ -667,6 +683,9 @@ def main(argv: list[str] | None = None) -> int:
         help="measure event-loop gaps while a played solve streams --ops-operation incumbents",
     )
     parser.add_argument("--rate", type=float, default=4.0, help="--stream: incumbents a second")
+    parser.add_argument(
+        "--trace", action="store_true", help="--stream: list what ran in the longest gaps"
+    )
     args = parser.parse_args(argv)
     if args.stall and args.runs > 1:
         rest = [a for a in (argv if argv is not None else sys.argv[1:])]
@@ -674,10 +693,13 @@ def main(argv: list[str] | None = None) -> int:
         if at is not None:
             del rest[at : at + 2]
         return stall_runs(rest, args.runs)
-    app = QApplication.instance() or (timed_application() if args.stall else QApplication([]))
+    traced = args.stall or (args.stream and args.trace)
+    app = QApplication.instance() or (timed_application() if traced else QApplication([]))
     apply_theme(app, "light")
     if args.stream:
-        measure_streaming(args.ops, args.stream, args.rate)
+        if args.trace:
+            trace_slots()
+        measure_streaming(args.ops, args.stream, args.rate, args.trace)
         return 0
     if args.stall:
         trace_slots()

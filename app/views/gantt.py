@@ -37,11 +37,10 @@ from PySide6.QtWidgets import (
 
 from app.document import Document
 from app.theme import FollowsTheme, colors_for, style_plot
-from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
 from app.views.gantt_geometry import flow_segments
 from app.views.gantt_labels import BarLabels
-from app.views.gantt_lanes import Bar, LaneTable, lane_names, link_lane
+from app.views.gantt_lanes import Bar, LaneTable, lane_names, link_lane, timeline_extent
 from app.views.gantt_layers import GanttLayers
 from app.views.gantt_text import (
     compared_text,
@@ -587,8 +586,12 @@ class GanttView(FollowsTheme, QWidget):
 
     # ----- drawing ----------------------------------------------------------------------------
     def _redraw(self) -> None:
+        # the header first: a header that wraps onto another line posts its layout request
+        # before the scene's repaint, so the chart is painted once, at its new height (the
+        # first incumbent of a solve painted it twice: 0.4 s into bench/draw.py --stream)
+        self._update_header()
         timeline = self.timeline()
-        self._table = LaneTable(lane_names(self._document.graph, timeline), timeline)
+        self._table = LaneTable.of(lane_names(self._document.graph, timeline), timeline)
         self._layers.fill(timeline, self._table)
         self._fill_measured()
         self._update_legend()
@@ -604,7 +607,6 @@ class GanttView(FollowsTheme, QWidget):
         end = self._x_end(timeline)
         pad = 0.02 * max(end, 1e-9)
         self._plot.setLimits(xMin=-pad, xMax=end + pad, yMin=-0.7, yMax=max(len(lanes), 1) - 0.3)
-        self._update_header()
         self._redraw_selection()
         self._redraw_hover()
         self._redraw_cursor()
@@ -663,11 +665,11 @@ class GanttView(FollowsTheme, QWidget):
 
     def _x_end(self, timeline: Timeline | None) -> float:
         """The time axis' extent: the schedule, or its measured run if that took longer."""
-        end = timeline_end(timeline)
+        end = timeline_extent(timeline)
         if self._measured is not None and len(self._measured.ends):
             end = max(end, float(self._measured.ends[-1]))
         elif self._compared is not None and self._compared.timeline is not None:
-            end = max(end, timeline_end(self._compared.timeline))
+            end = max(end, timeline_extent(self._compared.timeline))
         return end
 
     def _fill_overview(self, timeline: Timeline | None) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from app.views.gantt_lanes import TimelineMemo
 from solver.execution.simulate import Timeline
 
 __all__ = ["consumer_index", "flow_segments", "hatch_segments"]
@@ -26,6 +27,9 @@ def consumer_index(timeline: Timeline) -> list[int | None]:
     return [where.get((tr.stage, tr.consumer, tr.target)) for tr in timeline.transfers]
 
 
+_CONSUMERS: TimelineMemo[list[int | None]] = TimelineMemo(lambda t: consumer_index(t))
+
+
 def flow_segments(
     timeline: Timeline | None, lane_of: Mapping[str, int], only: str | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -39,7 +43,7 @@ def flow_segments(
         return empty, empty, empty, empty
     xs: list[float] = []
     ys: list[float] = []
-    consumers = consumer_index(timeline)
+    consumers = _CONSUMERS(timeline)  # once per timeline: flows are redrawn per selection
     for tr, j in zip(timeline.transfers, consumers, strict=True):
         link = lane_of.get(f"{tr.source} \u2192 {tr.target}")
         if j is None or link is None or tr.target not in lane_of:

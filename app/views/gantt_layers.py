@@ -1,7 +1,8 @@
 """The Gantt chart's bar items: one ``pg.BarGraphItem`` per layer, fed arrays, and their look.
 
 Layers, bottom to top: first computations by node kind, recomputations by kind (a lighter fill,
-outlined) with their hatching on top, copies, offloading copies (kept on their target), then
+outlined: 1.4 px, or 1 px when a layer has more than ``WIDE_OUTLINES_UP_TO`` bars) with their
+hatching on top, copies, offloading copies (kept on their target), then
 the hover, selection and step-cursor outlines. Each layer is one item; a redraw only feeds it
 ``x0``/``width``/``y``/``height`` arrays. SVG cannot express pattern brushes (Qt writes them as
 flat fills), so :meth:`GanttLayers.svg_hatching` swaps the hatching for real line segments
@@ -16,11 +17,11 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QPen
 
 from app.theme import Colors
 from app.views.gantt_geometry import hatch_segments
-from app.views.gantt_lanes import OP_HEIGHT, TRANSFER_HEIGHT, LaneTable, link_lane
+from app.views.gantt_lanes import OP_HEIGHT, TRANSFER_HEIGHT, BarArrays, LaneTable
 from solver.document.graph import NODE_KINDS
 from solver.execution.simulate import Timeline
 
@@ -38,6 +39,10 @@ LAYER_NAMES = (
     "cursor",
 )
 """Every layer, in drawing order."""
+WIDE_OUTLINES_UP_TO = 400
+"""A recomputation layer with more bars is outlined 1 px wide: Qt strokes a wider pen on a
+slow path (6.5 of the 9 ms that painting a 5,000-operation schedule's bars took), and at
+that many bars the outlines are a pixel or two apart anyway."""
 GHOST_OFFSET = 0.2
 GHOST_HEIGHT = 0.34
 """Measured ghost bars: centred this far below the lane's centre, this tall (in lanes)."""
@@ -53,6 +58,8 @@ class GanttLayers:
 
     def __init__(self, plot: pg.PlotItem) -> None:
         self._plot = plot
+        self._outlines: dict[str, tuple[QPen, QPen]] = {}
+        """Per recomputation layer: its outline pen (1.4 px) and the 1 px one for many bars."""
         self._is_link = np.zeros(0, dtype=bool)
         self.items: dict[str, pg.BarGraphItem] = {}
         for name in LAYER_NAMES:
@@ -74,8 +81,11 @@ class GanttLayers:
         for kind in NODE_KINDS:
             fill = colors.kind(kind)
             self.items[kind].setOpts(brush=fill, pen=colors.pen(fill.darker(135), 1))
+            outlines = (colors.pen(fill, 1.4), colors.pen(fill, 1.0))
+            self._outlines[f"recompute:{kind}"] = outlines
+            many = len(self.items[f"recompute:{kind}"].opts["x0"]) > WIDE_OUTLINES_UP_TO
             self.items[f"recompute:{kind}"].setOpts(
-                brush=colors.recompute(kind), pen=colors.pen(fill, 1.4)
+                brush=colors.recompute(kind), pen=outlines[many]
             )
             self.items[f"hatch:{kind}"].setOpts(
                 brush=colors.recompute_brush(kind), pen=pg.mkPen(None)
@@ -102,25 +112,30 @@ class GanttLayers:
         )
 
     def fill(self, timeline: Timeline | None, table: LaneTable) -> None:
-        """Feed every schedule layer from ``timeline`` laid out on ``table``'s lanes."""
+        """Feed every schedule layer from ``timeline`` laid out on ``table``'s lanes (its
+        :class:`~app.views.gantt_lanes.BarArrays`: masks, no walk over the operations)."""
         self._is_link = table.is_link
-        lane_of = table.lane_of
-        ops = timeline.ops if timeline is not None else ()
+        bars = table.arrays
+        is_op = bars.what == 0
         for kind in NODE_KINDS:
-            first = [op for op in ops if op.kind == kind and not op.recompute]
-            again = [op for op in ops if op.kind == kind and op.recompute]
-            self.set_bars(kind, [(op.start, op.end, lane_of[op.device]) for op in first])
-            spans = [(op.start, op.end, lane_of[op.device]) for op in again]
-            self.set_bars(f"recompute:{kind}", spans)
-            self.set_bars(f"hatch:{kind}", spans)
-        transfers = timeline.transfers if timeline is not None else ()
+            of_kind = is_op & (bars.kind == kind)
+            self._set_arrays(kind, bars, of_kind & ~bars.flag)
+            again = of_kind & bars.flag
+            self._set_arrays(f"recompute:{kind}", bars, again)
+            self._set_arrays(f"hatch:{kind}", bars, again)
         for layer, offload in (("transfer", False), ("offload", True)):
-            spans = [
-                (tr.start, tr.end, lane_of[link_lane(tr.source, tr.target)])
-                for tr in transfers
-                if tr.offload == offload
-            ]
-            self.set_bars(layer, spans)
+            self._set_arrays(layer, bars, ~is_op & (bars.flag == offload))
+
+    def _set_arrays(self, layer: str, bars: BarArrays, mask: np.ndarray) -> None:
+        starts, lanes = bars.start[mask], bars.lane[mask]
+        heights = np.where(self._is_link[lanes], TRANSFER_HEIGHT, OP_HEIGHT)
+        extra = {}
+        if layer in self._outlines:
+            extra["pen"] = self._outlines[layer][len(starts) > WIDE_OUTLINES_UP_TO]
+        self.items[layer].setOpts(
+            x0=starts, width=bars.end[mask] - starts, y=lanes.astype(float), height=heights,
+            **extra,
+        )  # fmt: skip
 
     def set_bars(self, layer: str, spans: Iterable[Span]) -> None:
         """Feed one layer ``(start, end, lane)`` spans; link lanes get thinner bars."""

@@ -7,7 +7,7 @@ import html
 from PySide6.QtGui import QColor
 
 from app.theme import Colors
-from app.views.gantt_lanes import LaneTable
+from app.views.gantt_lanes import LaneTable, TimelineMemo, timeline_total
 from solver.document.units import format_ms, format_size
 from solver.execution.simulate import OpEvent, TransferEvent
 from solver.optimize.solve import SolveResult
@@ -29,6 +29,11 @@ def is_offloading(result: SolveResult) -> bool:
     return result.method.endswith("+offload")
 
 
+_SUMS = TimelineMemo(lambda t: (t.compute_ms, t.transfer_ms, t.recomputations, t.recompute_ms))
+"""The header's sums over a timeline's events, once per timeline (the header is rewritten on
+every redraw: a theme, an overlay, the next incumbent's first draw)."""
+
+
 def summary_html(result: SolveResult | None, colors: Colors, provisional: bool = False) -> str:
     """Method, total time and where it goes: compute, transfers, recomputations.
 
@@ -48,15 +53,16 @@ def summary_html(result: SolveResult | None, colors: Colors, provisional: bool =
     if is_offloading(result):
         copies = sum(1 for tr in timeline.transfers if tr.offload)
         method += f" with offloading ({copies} offloading copies)"
-    parts += [method, f"<b>{format_ms(timeline.total_ms)}</b> total"]
+    compute, transfer, recomputations, recompute = _SUMS(timeline)
+    parts += [method, f"<b>{format_ms(timeline_total(timeline))}</b> total"]
     if timeline.transfers:  # without transfers, compute is the total
         parts += [
-            f"compute {format_ms(timeline.compute_ms)}",
-            f"transfers {format_ms(timeline.transfer_ms)} ({len(timeline.transfers)})",
+            f"compute {format_ms(compute)}",
+            f"transfers {format_ms(transfer)} ({len(timeline.transfers)})",
         ]
     else:
         parts.append("no transfers")
-    parts.append(f"{timeline.recomputations} recomputations ({format_ms(timeline.recompute_ms)})")
+    parts.append(f"{recomputations} recomputations ({format_ms(recompute)})")
     text = " · ".join(parts)
     if not timeline.valid:
         violation = html.escape(str(timeline.violation))
@@ -71,7 +77,7 @@ def result_label(result: SolveResult) -> str:
         limits = ", ".join(
             f"{d} {format_size(b)}" for d, b in sorted(result.schedule.memory_limits.items())
         )
-    total = format_ms(result.timeline.total_ms) if result.timeline is not None else "-"
+    total = format_ms(timeline_total(result.timeline)) if result.timeline is not None else "-"
     return " \u00b7 ".join(p for p in (result.method, limits, total) if p)
 
 
@@ -80,7 +86,7 @@ def compared_text(shown: SolveResult, other: SolveResult) -> str:
     compares (rich text)."""
     if shown.timeline is None or other.timeline is None:
         return ""
-    a, b = shown.timeline.total_ms, other.timeline.total_ms
+    a, b = timeline_total(shown.timeline), timeline_total(other.timeline)
     change = f"{(a - b) / b:+.1%}" if b > 0 else ""
     return (
         f"<i>overlaid (lower half of each lane): {html.escape(result_label(other))}; this one "

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from app.document import Document
 from app.theme import FollowsTheme, colors_for, style_plot
-from app.views.concurrent_source import timeline_end
 from app.views.draw_pacer import DrawPacer
+from app.views.gantt_lanes import timeline_extent
 from app.views.measured import MeasuredRun
 from app.views.plotting import HoverProxy, byte_unit, configure_plot, install_export_action
 from app.views.tensor_bands import workspace_at
@@ -183,7 +183,7 @@ class MemoryView(FollowsTheme, QWidget):
             if curve is None:
                 item.compared.setData([], [])
                 continue
-            x, y = _steps(curve, timeline_end(other))
+            x, y = _steps(curve, timeline_extent(other))
             item.compared.setData(x, y / item.scale)
             item.compared.setPen(colors.pen(colors.foreground, 1.3, dashed=True))
 
@@ -382,7 +382,7 @@ class MemoryView(FollowsTheme, QWidget):
             self._measured = None  # it measured another schedule
         for item in self._plots.values():
             curve = timeline.memory.get(item.device) if timeline is not None else None
-            end = timeline_end(timeline) if timeline is not None else 0.0
+            end = timeline_extent(timeline) if timeline is not None else 0.0
             if self._measured is not None and len(self._measured.ends):
                 end = max(end, float(self._measured.ends[-1]))  # as the Gantt's axis
             budget = self._budget(item.device)
@@ -466,7 +466,7 @@ class MemoryView(FollowsTheme, QWidget):
         if curve is None or graph is None or node not in graph.index:
             item.selected.setData([], [])
             return
-        x, _ = _steps(curve, timeline_end(timeline))
+        x, _ = _steps(curve, timeline_extent(timeline))
         size = int(graph.output_bytes[graph.index[node]]) / item.scale
         y = np.array([size if node in names else 0.0 for names in curve.resident])
         item.selected.setData(x, y)
@@ -521,7 +521,7 @@ def offloaded_bytes(timeline: Timeline, device: str, sizes, index) -> np.ndarray
 
 def _x_extent(timeline: Timeline | None) -> float:
     """The time span to show: the schedule's length, or 1 ms before there is one."""
-    return timeline_end(timeline)
+    return timeline_extent(timeline)
 
 
 def _steps(curve: MemoryCurve | None, end: float) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSignalBlocker, Qt
+import logging
+
+from PySide6.QtCore import QObject, QSignalBlocker, Qt, QThreadPool, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -16,14 +18,21 @@ from PySide6.QtWidgets import (
 )
 
 from app.document import Document
+from app.tasks import CurrentTask
+from app.views.concurrent_job import Makespan, makespan_job
 from app.views.concurrent_source import ConcurrentSource
 from app.views.gantt import GanttView
+from app.views.gantt_lanes import timeline_total
 from app.views.gantt_text import result_label
 from app.views.memory import MemoryView
+from app.views.plotting import has_replay
+from app.workers import ProcessWorker
 from solver.document.units import format_ms
 from solver.optimize.solve import SolveResult
 
 __all__ = ["ScheduleView"]
+
+logger = logging.getLogger(__name__)
 
 
 class ScheduleView(QWidget):
@@ -44,6 +53,8 @@ class ScheduleView(QWidget):
         super().__init__(parent)
         self._document = document
         self._concurrent = ConcurrentSource()
+        self._label_layout = _LabelLayout(document, self)
+        self._label_layout.ready.connect(self._update_label)
         self.gantt = GanttView(document)
         self.memory = MemoryView(document)
         self.memory.link_x(self.gantt.plot)
@@ -150,28 +161,119 @@ class ScheduleView(QWidget):
         """Serial cost and concurrent makespan side by side; the one drawn in bold.
 
         A running solve's provisional incumbents get no layout unless it is drawn: the GUI
-        thread stays free for them (the final result gets its figure).
+        thread stays free for them (the final result gets its figure). Unless the views draw
+        the concurrent timeline (they need it now), a big schedule's layout is made in a child
+        process (:class:`_LabelLayout`: 0.1 s for 5,000 operations, and on a thread it starved
+        the GUI thread of the GIL) and the label says so until it arrives.
         """
         document = self._document
         on = self.concurrent_action.isChecked()
         if document.is_provisional and not on and document.timeline is not None:
-            serial = format_ms(document.timeline.total_ms)
+            serial = format_ms(timeline_total(document.timeline))
             self.makespan_label.setText(f"<b>serial {serial}</b> · concurrent: when the solve ends")
             return
-        layout = self._concurrent.layout(document)
-        if layout is None:
+        if on:
+            layout = self._concurrent.layout(document)
+            figures = (layout.serial_ms, layout.makespan_ms, layout.speedup) if layout else None
+        else:
+            pending, figures = self._label_layout.makespan(document)
+            if pending:
+                serial = format_ms(timeline_total(document.timeline))
+                self.makespan_label.setText(f"<b>serial {serial}</b> · concurrent: computing\u2026")
+                return
+        if figures is None:
             self.makespan_label.setText(
                 "<i>concurrent makespan: no valid schedule on display</i>"
                 if document.result is not None
                 else ""
             )
             return
-        serial = f"serial {format_ms(layout.serial_ms)}"
-        concurrent = f"concurrent {format_ms(layout.makespan_ms)}"
+        serial_ms, makespan_ms, speedup = figures
+        serial = f"serial {format_ms(serial_ms)}"
+        concurrent = f"concurrent {format_ms(makespan_ms)}"
         serial, concurrent = (
             (serial, f"<b>{concurrent}</b>") if on else (f"<b>{serial}</b>", concurrent)
         )
-        self.makespan_label.setText(f"{serial} · {concurrent} ({layout.speedup:.2f}×)")
+        self.makespan_label.setText(f"{serial} · {concurrent} ({speedup:.2f}×)")
+
+
+BACKGROUND_LAYOUT_EVENTS = 500
+"""From how many operations and copies on the label's concurrent layout is made in a child
+process (about 20 µs each here: below this it costs less than a frame, and a child more)."""
+
+
+class _LabelLayout(QObject):
+    """The makespan label's figures, from a child process for a big schedule.
+
+    :meth:`makespan` answers at once from what was computed for the result on display (a
+    small schedule is laid out here), or starts a child (:mod:`app.views.concurrent_job`)
+    and answers "pending"; ``ready`` is emitted when the figures of the result then on
+    display have arrived. One child at a time: a result shown meanwhile is laid out after
+    it, and figures for a result no longer on display are kept but not announced.
+    """
+
+    ready = Signal()
+
+    def __init__(self, document: Document, parent: QObject | None = None):
+        super().__init__(parent)
+        self._document = document
+        self._known: tuple[object, object, Makespan | None] = (None, None, None)
+        self._task = CurrentTask(self)
+        self._task.finished.connect(self._on_task_finished)
+        self._task.failed.connect(self._on_task_failed)
+        self._for: tuple[object, object] = (None, None)
+
+    def makespan(self, document: Document) -> tuple[bool, Makespan | None]:
+        """(pending, figures) for the result on display; ``None``: no concurrent layout."""
+        timeline, graph = document.timeline, document.graph
+        known_timeline, known_graph, figures = self._known
+        if known_timeline is timeline and known_graph is graph:
+            return False, figures
+        if timeline is None or len(timeline.ops) + len(timeline.transfers) < (
+            BACKGROUND_LAYOUT_EVENTS
+        ):
+            layout = ConcurrentSource().layout(document)
+            figures = (layout.serial_ms, layout.makespan_ms, layout.speedup) if layout else None
+            self._known = (timeline, graph, figures)
+            return False, figures
+        result = document.result
+        if not (timeline.valid and has_replay(result)):  # as ConcurrentSource: no layout
+            self._known = (timeline, graph, None)
+            return False, None
+        if not self._task.running:
+            self._start(document)
+        return True, None
+
+    def _start(self, document: Document) -> None:
+        result = document.result
+        assert result is not None and result.schedule is not None and document.graph is not None
+        timeline, graph = document.timeline, document.graph
+        worker = ProcessWorker(makespan_job(graph, result.schedule, timeline), "makespan")
+        self._for = (timeline, graph)
+        pool = QThreadPool.globalInstance()  # never queue the window's solve behind it
+        pool.setMaxThreadCount(max(pool.maxThreadCount(), pool.activeThreadCount() + 1))
+        self._task.start(
+            worker, worker.signals.progress, worker.signals.finished, worker.signals.failed
+        )
+
+    def _on_task_finished(self, worker: ProcessWorker, figures: object) -> None:
+        timeline, graph = self._for
+        self._known = (timeline, graph, figures if isinstance(figures, tuple) else None)
+        self._ended()
+
+    def _on_task_failed(self, worker: ProcessWorker, message: str) -> None:
+        logger.warning("concurrent layout for the makespan label failed: %s", message)
+        timeline, graph = self._for
+        self._known = (timeline, graph, None)
+        self._ended()
+
+    def _ended(self) -> None:
+        document = self._document
+        if (document.timeline, document.graph) == self._for:
+            self.ready.emit()
+        elif document.timeline is not None and not document.is_provisional:
+            self.makespan(document)  # another result came meanwhile: lay it out now
+            self.ready.emit()
 
 
 if __name__ == "__main__":

@@ -164,3 +164,30 @@ def test_provisional_results_get_the_concurrent_figure_when_the_solve_ends(chain
     assert view.makespan_label.text() == "<b>serial 15 ms</b> · concurrent: when the solve ends"
     chain_document.set_result(result)
     assert view.makespan_label.text().startswith("<b>serial 15 ms</b> · concurrent 14 ms")
+
+
+def test_big_schedule_label_layout_is_made_off_the_gui_thread(
+    qtbot, chain_document, show, monkeypatch
+):
+    """A finished 5,000-operation solve spent 0.1 s of the GUI thread laying the schedule out
+    for this label (issue 20); a big schedule's layout is made in a child process."""
+    import app.views.concurrent_job as concurrent_job
+    import app.views.concurrent_source as concurrent_source
+    import app.views.schedule_view as schedule_view
+    from app.workers import ProcessWorker
+
+    here = []  # layouts made in this process (the child has the real one)
+    for module in (concurrent_source, concurrent_job):
+        monkeypatch.setattr(module, "concurrent_layout", lambda *a: here.append(a), raising=False)
+    monkeypatch.setattr(schedule_view, "BACKGROUND_LAYOUT_EVENTS", 0, raising=False)  # big
+    view = show(ScheduleView(chain_document), 1200, 700)
+    assert view.makespan_label.text() == "<b>serial 15 ms</b> · concurrent: computing\u2026"
+    qtbot.waitUntil(lambda: "concurrent 14 ms" in view.makespan_label.text(), timeout=10_000)
+    assert view.makespan_label.text().startswith("<b>serial 15 ms</b> · concurrent 14 ms (1.07×")
+    assert here == []
+    qtbot.waitUntil(lambda: not ProcessWorker.running(), timeout=5_000)
+    result = chain_document.result
+    chain_document.set_result(result, provisional=True)  # the next solve's incumbent
+    chain_document.set_result(result)  # and its end: the figures are known, shown at once
+    assert view.makespan_label.text().startswith("<b>serial 15 ms</b> · concurrent 14 ms")
+    assert not ProcessWorker.running()
