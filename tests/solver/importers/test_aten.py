@@ -224,6 +224,32 @@ def test_aten_uncapturable_model_says_why_and_what_to_do():
                             "input takes, and import that file")  # fmt: skip
 
 
+class PooledNorm(torch.nn.Module):
+    """A batch norm after a global pooling (inception's auxiliary head): one value per
+    channel at batch 1, which batch norm refuses in training."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.norm = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.norm(torch.nn.functional.adaptive_avg_pool2d(self.conv(x), 1))
+
+
+def test_aten_batch_norm_at_batch_1_says_to_import_a_larger_batch():
+    with pytest.raises(GraphFormatError) as info:
+        import_aten(PooledNorm, (1, 3, 8, 8), name="pooled")
+    message = str(info.value)
+    assert message.startswith(
+        "pooled: cannot capture the training step: a batch norm in training sees one value "
+        "per channel (its input is [1, 4, 1, 1]) at test_aten.py:"
+    )
+    assert message.endswith("import with a larger batch, e.g. --input 2x3x8x8")
+    assert "\n" not in message
+    import_aten(PooledNorm, (2, 3, 8, 8), name="pooled")  # and at batch 2 it imports
+
+
 def test_import_torch_command_uncapturable_is_one_line_and_exit_2(capsys):
     spec = f"{__file__}:Branchy"
     assert main(["import-torch", spec, "--input", "2x8"]) == 2
