@@ -311,11 +311,24 @@ class AtenRuntime(HeldTensors):
 
     # ----- results ---------------------------------------------------------------------------
     def gradients(self) -> dict[str, Any]:
-        """Parameter gradients, by parameter name, from the joint graph's output."""
+        """Parameter gradients, by parameter name, from the joint graph's output.
+
+        A gradient may be an in-place op's result (``copy_`` into a fresh tensor: the gradient
+        of a parameter that the forward clones and partly overwrites, swin_v2's ``qkv`` bias);
+        its node ran the write, so it is the written tensor, held in ``finals`` as its base.
+        Recomputing it from its arguments would reach back through values long released."""
         env: dict[str, Any] = dict(self.finals)
 
         def value(node: Any) -> Any:
             if node.name in env:
+                return env[node.name]
+            if node.op != "call_function":
+                raise ExecutorError(
+                    f"the gradient output reads {node.name} ({node.op}), which no node of the "
+                    "schedule computed; the plan and the executor disagree (report this)"
+                )
+            if is_inplace(node):  # its node ran it: the written tensor is the result
+                env[node.name] = value(node.args[0])
                 return env[node.name]
             args, kwargs = self.torch.fx.node.map_arg((node.args, node.kwargs), value)
             env[node.name] = node.target(*args, **kwargs)

@@ -146,10 +146,11 @@ def graph_from_plan(
         )
         sources = dict.fromkeys(plan.owner[v] for v in group.reads)
         edges += [Edge(source, group.id) for source in sources if source != group.id]
+    params = _param_placeholders(capture)  # once: per placeholder it was quadratic
     fixed = 2 * sum(
         int(n.meta["val"].numel()) * n.meta["val"].dtype.itemsize
         for n in capture.gm.graph.nodes
-        if n.op == "placeholder" and n.name in _param_placeholders(capture)
+        if n.op == "placeholder" and n.name in params
     )
     graph = make_graph(
         capture.name, platform.graph_devices(fixed), nodes, edges, platform.graph_links()

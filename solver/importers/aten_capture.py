@@ -452,6 +452,16 @@ def _capture_error(
             "make the branch static (or use torch.where / torch.cond), or export the model "
             "to ONNX, which records the branch an example input takes, and import that file"
         )
+    elif "more than 1 value per channel" in text:  # F.batch_norm's check in training
+        size = text.partition("input size ")[2].removeprefix("torch.Size(").removesuffix(")")
+        why = "a batch norm in training sees one value per channel" + (
+            f" (its input is {size})" if size else ""
+        )
+        shape = "x".join(str(s) for s in (2, *inputs[0].shape[1:]))
+        fix = (
+            "a training step needs a batch of 2 or more there (a batch norm after a global "
+            f"pooling, say): import with a larger batch, e.g. --input {shape}"
+        )
     else:
         why = f"{type(exc).__name__}: {text}"
         given = " and ".join(_described(i) for i in inputs)

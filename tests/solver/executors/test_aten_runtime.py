@@ -220,3 +220,28 @@ def test_offloading_copy_is_performed_at_the_end_of_its_stage():
     assert report.gradients_match
     assert report.measured_peak == timeline.peaks  # the CPU holds the copy: its bytes exactly
     assert report.measured_peak["cpu"] > 0 and report.copy_ms > 0
+
+
+class _PartlyZeroedBias(torch.nn.Module):
+    """A bias cloned and partly overwritten in forward (swin_v2's ``qkv`` bias): autograd
+    returns the bias's gradient as a ``copy_`` into a fresh tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 6)
+        self.out = torch.nn.Linear(6, 4)
+
+    def forward(self, x):
+        bias = self.lin.bias.clone()
+        bias[2:4].zero_()
+        return self.out(torch.nn.functional.linear(x, self.lin.weight, bias))
+
+
+def test_a_gradient_written_in_place_is_its_written_tensor():
+    plan = plan_groups(capture_model(_PartlyZeroedBias, (2, 8)), "layer")
+    graph = graph_from_plan(plan, make_platform())
+    output = next(n for n in plan.capture.gm.graph.nodes if n.op == "output")
+    assert any("copy_" in str(g.target) for g in output.args[0][1])  # the construct itself
+    result = solve(graph, "greedy")
+    report = execute_schedule(plan, graph, result.schedule, {"gpu": "cpu"})
+    assert report.gradients_match, report.max_abs_error

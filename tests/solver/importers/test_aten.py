@@ -224,9 +224,50 @@ def test_aten_uncapturable_model_says_why_and_what_to_do():
                             "input takes, and import that file")  # fmt: skip
 
 
+class PooledNorm(torch.nn.Module):
+    """A batch norm after a global pooling (inception's auxiliary head): one value per
+    channel at batch 1, which batch norm refuses in training."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.norm = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.norm(torch.nn.functional.adaptive_avg_pool2d(self.conv(x), 1))
+
+
+def test_aten_batch_norm_at_batch_1_says_to_import_a_larger_batch():
+    with pytest.raises(GraphFormatError) as info:
+        import_aten(PooledNorm, (1, 3, 8, 8), name="pooled")
+    message = str(info.value)
+    assert message.startswith(
+        "pooled: cannot capture the training step: a batch norm in training sees one value "
+        "per channel (its input is [1, 4, 1, 1]) at test_aten.py:"
+    )
+    assert message.endswith("import with a larger batch, e.g. --input 2x3x8x8")
+    assert "\n" not in message
+    import_aten(PooledNorm, (2, 3, 8, 8), name="pooled")  # and at batch 2 it imports
+
+
 def test_import_torch_command_uncapturable_is_one_line_and_exit_2(capsys):
     spec = f"{__file__}:Branchy"
     assert main(["import-torch", spec, "--input", "2x8"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: branchy: cannot capture the training step: data-dependent")
     assert err.count("\n") == 1
+
+
+def test_graph_from_plan_finds_the_parameter_placeholders_once(monkeypatch):
+    """Once per graph, not once per placeholder: over every node of the capture each time, it
+    was quadratic (a quarter of a second of DenseNet-121's import, 728 placeholders)."""
+    from solver.importers import aten
+
+    model = functools.partial(torch.nn.Sequential, *(torch.nn.Linear(4, 4) for _ in range(6)))
+    plan = plan_groups(capture_model(model, (2, 4), name="stack"), "layer")
+    calls = []
+    listed = aten._param_placeholders
+    monkeypatch.setattr(aten, "_param_placeholders", lambda c: calls.append(1) or listed(c))
+    graph = graph_from_plan(plan, make_platform())
+    assert len(calls) == 1
+    assert graph.device("gpu").fixed_memory == 2 * 6 * (16 + 4) * 4  # parameters + gradients

@@ -53,7 +53,7 @@ def imported(name: str):
     return plan, graph, time.perf_counter() - started
 
 
-@pytest.mark.parametrize("name", cases())
+@pytest.mark.parametrize("name", list(cases()))
 def test_corpus_model_imports_solves_and_runs_with_torchs_gradients(name):
     plan, graph, _ = imported(name)  # import times: bench/README.md, not a timed test
     fixed = graph.device("gpu").fixed_memory
