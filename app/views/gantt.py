@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, QSignalBlocker, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QPointF, QSignalBlocker, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -138,6 +138,11 @@ class GanttView(FollowsTheme, QWidget):
         """The one-line summary above the chart (rich text)."""
         self.flush()
         return self._header.text()
+
+    @property
+    def bar_names(self) -> list[str]:
+        """The node names written on bars now (only bars wide enough on screen get one)."""
+        return self._labels.shown
 
     @property
     def lanes(self) -> tuple[str, ...]:
@@ -352,7 +357,7 @@ class GanttView(FollowsTheme, QWidget):
 
     # ----- building -----------------------------------------------------------------------
     def _build_items(self) -> None:
-        self._header = QLabel()
+        self._header = _SummaryLabel()
         self._header.setTextFormat(Qt.TextFormat.RichText)
         # a long summary wraps rather than force the whole view wider; it is never cut, as a
         # cut label is not cut in an SVG export, where it ran over the legend
@@ -508,6 +513,10 @@ class GanttView(FollowsTheme, QWidget):
         self._redraw()
         if not keep_view:
             self.reset_view()
+        # the labels now, in the same paint as the bars: on the zero-interval timer they came
+        # after it, and a 5,000-bar chart was painted twice in the same stall
+        self._label_timer.stop()
+        self._place_labels()
 
     def _on_document_selection_changed(self) -> None:
         self._redraw_selection()
@@ -747,6 +756,28 @@ class GanttView(FollowsTheme, QWidget):
                 return ""
             self._reasons[index] = recompute_reason(graph, result.schedule, result.timeline, index)
         return self._reasons[index]
+
+
+class _SummaryLabel(QLabel):
+    """The summary above the chart, which asks for two lines even while it holds one.
+
+    The placeholder is one line and a summary beside the legend often two: the row grew with
+    the first incumbent and laid out and repainted the whole Schedule tab in the middle of a
+    5,000-op solve's longest stall (``bench/draw.py --stream``), and it jumped whenever a
+    summary changed its number of lines. Only the preferred height is raised: a minimum of two
+    lines gave the tab a scroll bar at 1280x720, which cut off the time axis.
+    """
+
+    def _two_lines(self) -> int:
+        margins = self.contentsMargins()
+        return 2 * self.fontMetrics().lineSpacing() + margins.top() + margins.bottom()
+
+    def heightForWidth(self, width: int) -> int:
+        return max(super().heightForWidth(width), self._two_lines())
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(hint.width(), max(hint.height(), self._two_lines()))
 
 
 _RANGE_HINT = "Shift+drag on the chart to measure a range; Esc clears"

@@ -92,3 +92,32 @@ def test_a_memory_limit_moved_during_a_solve_is_said_then_and_on_its_result(
     assert "solved for other memory limits" in gantt.summary_text
     document.set_memory_limits({device.name: device.memory_limit})  # dragged back: current again
     assert "other memory limits" not in gantt.summary_text
+
+
+def test_a_result_is_drawn_with_its_bar_names_in_one_paint(show, document, handbuilt_result):
+    """The names are placed with the bars, not a turn of the event loop later: on a zero-interval
+    timer they were a second repaint of the whole chart, in the same stall as the first (a
+    5,000-op solve's first incumbent, ``bench/draw.py --stream``)."""
+    view = show(GanttView(document), 1200, 300)
+    document.set_result(None)
+    view.flush()
+    assert view.bar_names == []
+    document.set_result(handbuilt_result, provisional=True)
+    view.flush()  # no event processed since the result came
+    assert "b" in view.bar_names
+
+
+def test_the_summary_keeps_its_height_when_the_first_incumbent_comes(
+    show, document, handbuilt_result
+):
+    """The placeholder is one line, a summary beside the legend often two: the row was sized
+    for one, grew with the first incumbent and laid out the whole Schedule tab again."""
+    view = show(GanttView(document), 1000, 300)
+    document.set_result(None)
+    view.flush()
+    chart = view._widget.height()
+    document.set_result(handbuilt_result, provisional=True)
+    view.flush()
+    view.layout().activate()
+    assert "provisional" in view.summary_text
+    assert view._widget.height() == chart
