@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -134,6 +134,11 @@ class SolverPanel(FollowsTheme, QWidget):
         for side in ("bottom", "left"):
             # no "(x0.001)" scale suffix: the label says the unit and the ticks are plain numbers
             item.getAxis(side).enableAutoSIPrefix(False)
+        # a fixed width for up to six digits: grown to fit the first incumbent's ticks, the
+        # axis laid the plot out and painted it a second time in the same event (a 5,000-op
+        # solve's longest stall), and it jumped again whenever the values gained a digit
+        digits = QFontMetrics(self.plot.font()).horizontalAdvance("000000")
+        item.getAxis("left").setWidth(digits + 8)
         item.showGrid(x=True, y=True, alpha=0.25)
         for side in ("bottom", "left"):
             item.getAxis(side).setZValue(-150)  # the grid behind the curves, so it can be opaque
