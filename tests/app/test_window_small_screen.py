@@ -49,6 +49,8 @@ def test_window_shows_every_device_row_and_a_graph_at_1280x720(qtbot, small):
     qtbot.waitUntil(lambda: not cut(), timeout=3_000)  # the docks are fitted after a resize
     assert small.graph_view.canvas.height() >= 100  # it was 85 px
     assert small.graph_view.toolbar.isVisible()  # in the dock's title bar
+    search = small.graph_view.search  # the toolbar squeezed it to "Fi…"
+    assert search.width() >= search.fontMetrics().horizontalAdvance(search.placeholderText())
 
 
 def test_window_opening_another_graph_starts_afresh(small):
