@@ -166,7 +166,7 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
         notes.append(f"Model{formulation}: {model}.")
     advice = result.advice or _derived_advice(result, cut_short)
     if advice:
-        notes.append(advice)
+        notes.append(_as_sentence(advice))
     return notes
 
 
@@ -184,3 +184,11 @@ def _derived_advice(result: SolveResult, cut_short: bool) -> str:
             "(layer level instead of op level)."
         )
     return "A longer time limit would narrow the gap."
+
+
+def _as_sentence(text: str) -> str:
+    """The solver's advice is a clause for the command line ("the solve was cut short while
+    ..."): in the panel, among sentences, it starts with a capital and ends with a stop."""
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."

@@ -43,6 +43,14 @@ def test_report_shows_the_solver_advice_and_formulation_when_given(weak):
     assert any("Model (retention intervals)" in n for n in notes)
 
 
+def test_report_writes_the_solvers_advice_as_a_sentence(weak):
+    """The command line's clause read as a stray lowercase line under the panel's sentences."""
+    clause = "the solve was cut short while gpu still used less than 50% of its budget"
+    assert result_notes(replace(weak, advice=clause))[-1] == (
+        "The solve was cut short while gpu still used less than 50% of its budget."
+    )
+
+
 def test_report_says_an_idle_budget_was_left_by_a_cut_short_solve(weak):
     timeline = weak.timeline
     budgets = {d: 4 * peak for d, peak in timeline.peaks.items()}  # a quarter used
