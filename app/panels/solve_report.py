@@ -136,8 +136,8 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
         # short limit): the first heuristic schedule, possibly many times the best
         why = f" ({result.message})" if result.message else ""
         notes.append(
-            f"The solve ended before its model was solved{why}: this is the first schedule "
-            "found, not proven the fastest, and it may be far from it."
+            f"The solve ended before its model was solved{why}: the first schedule found, "
+            "possibly far from the best."
         )
     elif cut_short and result.gap is not None and result.gap > 0:
         how = "cancelled" if result.status is SolveStatus.CANCELLED else "stopped at its limit"
@@ -175,7 +175,7 @@ def _derived_advice(result: SolveResult, cut_short: bool) -> str:
     if result.status is SolveStatus.INFEASIBLE:
         return "Raise a device's memory limit above its lower bound, or allow offloading."
     if cut_short and not result.variables and result.gap is None:
-        return "A longer time limit would let the model be solved; or try a coarser graph."
+        return "A longer time limit would let the model be solved."
     if not cut_short or not result.gap:
         return ""
     if result.variables > BIG_MODEL and result.backend.lower() == "cbc":  # results say "CBC"
