@@ -1,17 +1,22 @@
 """Take the README's screenshot: the real window on a bundled network, after a solve.
 
     xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python scripts/screenshot.py
+    xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshot.py \
+        /tmp/tower.png path/to/tower.graph.json --theme dark --size 1600x1000 --limit 20
 
-Opens ``vgg16`` with the GPU at 60 % of its no-rematerialization peak, solves with the
-window's own settings (CBC), waits for the result to be drawn and saves the window as
-``docs/images/window.png`` (or the path given).
+Opens ``vgg16`` (or the bundled example or graph file given) with the GPU at 60 % of its
+no-rematerialization peak, solves with the window's own settings (CBC; ``--limit`` seconds),
+waits for the result to be drawn and saves the window as ``docs/images/window.png`` (or the
+path given).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
+from dataclasses import replace
 
 from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
@@ -19,7 +24,13 @@ from PySide6.QtWidgets import QApplication
 os.environ.setdefault("XENGINE_STORE", "off")  # a fresh solve, not a stored one
 
 
-def main(out: str = "docs/images/window.png", example: str = "vgg16") -> int:
+def main(
+    out: str = "docs/images/window.png",
+    example: str = "vgg16",
+    theme: str = "light",
+    size: tuple[int, int] = (1280, 720),
+    limit: float | None = None,
+) -> int:
     import pyqtgraph as pg
 
     from app.main_window import create_window
@@ -28,15 +39,20 @@ def main(out: str = "docs/images/window.png", example: str = "vgg16") -> int:
 
     app = QApplication([sys.argv[0]])
     pg.setConfigOptions(antialias=True)
-    apply_theme(app, "light")
+    apply_theme(app, theme)
     # settings of its own (the tour seen), never the user's
     qsettings = QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.Format.IniFormat)
     settings = AppSettings(qsettings)
     settings.set_tour_seen(True)
     window = create_window(None, settings)
-    window.resize(1280, 720)
-    window.open_example(example)
+    window.resize(*size)
+    if os.path.exists(example):
+        window.open_file(example)
+    else:
+        window.open_example(example)
     document = window.document
+    if limit is not None:
+        document.set_settings(replace(document.settings, time_limit_s=limit))
     gpu = document.landmarks().peak * 6 // 10 + document.graph.device("gpu").fixed_memory
     document.set_memory_limits({"gpu": gpu})
 
@@ -53,5 +69,17 @@ def main(out: str = "docs/images/window.png", example: str = "vgg16") -> int:
     return app.exec()
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", default="docs/images/window.png")
+    parser.add_argument("example", nargs="?", default="vgg16", help="bundled name or graph file")
+    parser.add_argument("--theme", default="light", choices=("light", "dark"))
+    parser.add_argument("--size", default="1280x720", help="window size, WIDTHxHEIGHT")
+    parser.add_argument("--limit", type=float, help="solver time limit in seconds")
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(*sys.argv[1:]))
+    args = _parse(sys.argv[1:])
+    width, height = (int(v) for v in args.size.split("x"))
+    raise SystemExit(main(args.out, args.example, args.theme, (width, height), args.limit))

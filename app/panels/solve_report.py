@@ -16,7 +16,7 @@ from solver.document.units import format_ms, format_size
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
-__all__ = ["IDLE_SHARE", "idle_budgets", "readable_log_line", "result_notes"]
+__all__ = ["IDLE_SHARE", "idle_budgets", "readable_log_line", "result_notes", "unused_budgets"]
 
 IDLE_SHARE = 0.6
 """A device whose peak stays below this share of its activation budget is called idle."""
@@ -105,6 +105,20 @@ def idle_budgets(result: SolveResult, no_remat_peak: int | None = None) -> dict[
     return shares
 
 
+def unused_budgets(result: SolveResult, no_remat_peak: int | None = None) -> dict[str, int]:
+    """Devices with an activation budget that run no operation at all, with the budget (as in
+    :func:`idle_budgets`, a budget at or above ``no_remat_peak`` does not count)."""
+    timeline = result.timeline
+    if timeline is None:
+        return {}
+    used = {op.device for op in timeline.ops}
+    return {
+        device: budget
+        for device, budget in timeline.activation_budgets.items()
+        if budget > 0 and device not in used and (no_remat_peak is None or budget < no_remat_peak)
+    }
+
+
 def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[str]:
     """Plain sentences on what a finished (or running) solve's result means, weakest first.
 
@@ -113,9 +127,19 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
     :func:`idle_budgets`.
     """
     notes: list[str] = []
-    solved_a_model = result.variables > 0 or result.gap is not None
-    cut_short = solved_a_model and result.status in (SolveStatus.FEASIBLE, SolveStatus.CANCELLED)
-    if cut_short and result.gap is not None and result.gap > 0:
+    built = result.variables > 0 or result.gap is not None
+    # a solver ran (a model was built or its building ran out of time), not a heuristic alone
+    solver_ran = built or result.backend.lower() not in ("", "heuristic")
+    cut_short = solver_ran and result.status in (SolveStatus.FEASIBLE, SolveStatus.CANCELLED)
+    if cut_short and result.ok and not built:
+        # the limit ran out before the model was solved (ResNet-size op-level imports under a
+        # short limit): the first heuristic schedule, possibly many times the best
+        why = f" ({result.message})" if result.message else ""
+        notes.append(
+            f"The solve ended before its model was solved{why}: the first schedule found, "
+            "possibly far from the best."
+        )
+    elif cut_short and result.gap is not None and result.gap > 0:
         how = "cancelled" if result.status is SolveStatus.CANCELLED else "stopped at its limit"
         bound = f" (none faster than {format_ms(result.bound)})" if result.bound else ""
         notes.append(
@@ -131,13 +155,18 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
                 f"{device} uses {share:.0%} of its {format_size(budget)} activation budget: "
                 "the solve ended before it could use the rest."
             )
+        for device, budget in unused_budgets(result, no_remat_peak).items():
+            notes.append(
+                f"{device} runs nothing: the solve ended before it could use its "
+                f"{format_size(budget)} activation budget."
+            )
     if result.variables or result.constraints:
         model = f"{result.variables:,} variables, {result.constraints:,} constraints"
         formulation = f" ({result.formulation})" if result.formulation else ""
         notes.append(f"Model{formulation}: {model}.")
     advice = result.advice or _derived_advice(result, cut_short)
     if advice:
-        notes.append(advice)
+        notes.append(_as_sentence(advice))
     return notes
 
 
@@ -145,11 +174,21 @@ def _derived_advice(result: SolveResult, cut_short: bool) -> str:
     """What would help, from status, gap and model size, when the solver said nothing."""
     if result.status is SolveStatus.INFEASIBLE:
         return "Raise a device's memory limit above its lower bound, or allow offloading."
+    if cut_short and not result.variables and result.gap is None:
+        return "A longer time limit would let the model be solved."
     if not cut_short or not result.gap:
         return ""
-    if result.variables > BIG_MODEL and result.backend == "cbc":
+    if result.variables > BIG_MODEL and result.backend.lower() == "cbc":  # results say "CBC"
         return (
             "The model is large for CBC: try HiGHS, a longer time limit, or a coarser graph "
             "(layer level instead of op level)."
         )
     return "A longer time limit would narrow the gap."
+
+
+def _as_sentence(text: str) -> str:
+    """The solver's advice is a clause for the command line ("the solve was cut short while
+    ..."): in the panel, among sentences, it starts with a capital and ends with a stop."""
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."

@@ -177,6 +177,11 @@ class GraphView(FollowsTheme, QWidget):
         )
         self.search = QLineEdit(placeholderText="Find node\u2026", clearButtonEnabled=True)
         self.search.setMaximumWidth(170)
+        # at 1280x720 the title-bar toolbar squeezed the field to "Fi…"; the actions that do
+        # not fit go to the toolbar's extension menu instead
+        self.search.setMinimumWidth(
+            self.search.fontMetrics().horizontalAdvance(self.search.placeholderText()) + 24
+        )
         self.search.setToolTip("Select the first node whose name contains the text (Enter: next)")
         self.search.textEdited.connect(self.find)
         self.search.returnPressed.connect(self.find_next)

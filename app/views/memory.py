@@ -441,6 +441,9 @@ class MemoryView(FollowsTheme, QWidget):
         # at the plot's right end: an empty plot's end is 0, where the right-anchored label
         # lay outside the plot but for a stray red "B" at its left edge
         item.budget_label.setPos(end if end > 0 else extent, budget / item.scale)
+        # over the line, or under it when the plot below is empty: a third of a short plot
+        # (ResNet-50's idle CPU at 1280x720) is less than the label's height, which was cut
+        item.budget_label.setAnchor((1.0, 0.0) if held == 0 else (1.0, 1.0))
         item.measured.setVisible(measured is not None)
         if measured is not None:
             item.measured.setPos(measured / item.scale)

@@ -221,6 +221,17 @@ def test_graph_view_wraps_a_long_network_to_the_canvas_shape(qtbot, show):
     assert bounds.width() / bounds.height() > 2
 
 
+def test_graph_view_top_to_bottom_wraps_into_columns_in_a_wide_dock(qtbot, show):
+    """Top to bottom was a thread in the dock (issue 20, item 6): one column of 79 boxes."""
+    document = Document()
+    document.set_graph(load_graph(example_path("vgg16-op")))
+    view = show(GraphView(document), 1200, 250)
+    view.vertical_action.setChecked(True)
+    qtbot.waitUntil(lambda: view.lines > 1, timeout=3_000)
+    bounds = view.scene.content_bounds
+    assert bounds.width() / bounds.height() > 1  # columns side by side, not a thread
+
+
 def test_graph_view_draws_unet_as_a_u(qtbot, show):
     graph = load_graph(example_path("unet"))
     document = Document()

@@ -43,6 +43,14 @@ def test_report_shows_the_solver_advice_and_formulation_when_given(weak):
     assert any("Model (retention intervals)" in n for n in notes)
 
 
+def test_report_writes_the_solvers_advice_as_a_sentence(weak):
+    """The command line's clause read as a stray lowercase line under the panel's sentences."""
+    clause = "the solve was cut short while gpu still used less than 50% of its budget"
+    assert result_notes(replace(weak, advice=clause))[-1] == (
+        "The solve was cut short while gpu still used less than 50% of its budget."
+    )
+
+
 def test_report_says_an_idle_budget_was_left_by_a_cut_short_solve(weak):
     timeline = weak.timeline
     budgets = {d: 4 * peak for d, peak in timeline.peaks.items()}  # a quarter used
@@ -110,3 +118,24 @@ def test_report_ignores_budgets_above_the_no_remat_peak(weak):
     budgets = {d: 4 * max(peak, 1) for d, peak in timeline.peaks.items()}
     idle = replace(weak, timeline=replace(timeline, activation_budgets=budgets))
     assert idle_budgets(idle, no_remat_peak=min(budgets.values())) == {}
+
+
+def test_report_speaks_of_a_solve_whose_limit_ran_out_before_its_model(weak):
+    """A 2,557-op import at a 15 s limit ended at the first schedule, 12x the best, with the GPU
+    idle, and the panel said nothing: no variables and no gap read as a heuristic."""
+    timeline = weak.timeline
+    cpu_only = replace(timeline, ops=tuple(replace(op, device="cpu") for op in timeline.ops))
+    early = replace(
+        weak,
+        timeline=cpu_only,
+        bound=None,
+        gap=None,
+        variables=0,
+        constraints=0,
+        backend="CBC",
+        message="deadline while building the interval model",
+    )
+    text = " ".join(result_notes(early))
+    assert "before its model was solved (deadline while building" in text
+    assert "gpu runs nothing" in text
+    assert "longer time limit" in text

@@ -154,6 +154,32 @@ def test_memory_of_a_device_that_holds_nothing_shows_its_budget(graph, show):
     assert "off scale" not in view.title("cpu")
 
 
+def test_memory_budget_label_of_a_device_that_holds_nothing_fits_a_short_plot(graph, show):
+    """At 1280x720 the label over ResNet-50's idle CPU budget was cut by the plot's top."""
+    from app.document import Document
+    from solver.execution.simulate import simulate
+    from solver.optimize.baselines import checkpoint_all
+    from solver.optimize.incumbents import SolveResult
+    from solver.status import SolveStatus
+
+    big = graph.with_memory_limits({"gpu": 10**9})
+    schedule = checkpoint_all(big, "gpu")
+    timeline = simulate(big, schedule, strict=True)
+    document = Document()
+    document.set_graph(big)
+    document.set_result(SolveResult("gpu", SolveStatus.FEASIBLE, schedule, timeline, 1.0))
+    view = show(MemoryView(document), 900, 160)
+    view.flush()
+    view.grab()  # a text item places itself when painted
+    plot = view.plot("cpu")
+    label = next(
+        i for i in plot.items if isinstance(i, pg.TextItem) and "budget" in i.textItem.toPlainText()
+    )
+    inside = plot.getViewBox().sceneBoundingRect()
+    assert inside.top() <= label.sceneBoundingRect().top()
+    assert label.sceneBoundingRect().bottom() <= inside.bottom()
+
+
 def test_memory_hover_names_a_running_workspace(document, show, graph):
     """The curve counts a running node's workspace: hover names it, so the listed parts add
     up to the activations shown."""

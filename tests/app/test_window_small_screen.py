@@ -26,6 +26,9 @@ def test_window_range_readout_never_widens_the_schedule_tab(qtbot, small):
     gantt.select_range(0.0, end)  # every lane busy: the longest readout
     QApplication.processEvents()
     assert "busy" in gantt.range_text
+    # what the chart asks of its layout: the scroll area widens it to this a round of the event
+    # loop later (after a single processEvents its width was still the viewport's)
+    assert gantt.minimumSizeHint().width() <= viewport
     assert gantt.width() <= viewport
     reset = next(b for b in gantt.findChildren(QToolButton) if b.text() == "Reset view")
     right = reset.mapTo(schedule, reset.rect().topRight()).x()
@@ -46,6 +49,8 @@ def test_window_shows_every_device_row_and_a_graph_at_1280x720(qtbot, small):
     qtbot.waitUntil(lambda: not cut(), timeout=3_000)  # the docks are fitted after a resize
     assert small.graph_view.canvas.height() >= 100  # it was 85 px
     assert small.graph_view.toolbar.isVisible()  # in the dock's title bar
+    search = small.graph_view.search  # the toolbar squeezed it to "Fi…"
+    assert search.width() >= search.fontMetrics().horizontalAdvance(search.placeholderText())
 
 
 def test_window_opening_another_graph_starts_afresh(small):
