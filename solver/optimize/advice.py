@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from solver.document.graph import Graph
 from solver.optimize.backends import registry
+from solver.optimize.bounds import no_remat_peak
 from solver.optimize.incumbents import SolveResult
 from solver.status import SolveStatus
 
@@ -22,14 +23,21 @@ IDLE_SHARE = 0.5
 recomputes is named: the solve was cut short before it could use that memory."""
 
 
-def idle_devices(result: SolveResult) -> list[str]:
-    """Devices a cut-short schedule leaves mostly unused while it still recomputes."""
+def idle_devices(result: SolveResult, no_remat_peak: int | None = None) -> list[str]:
+    """Devices a cut-short schedule leaves mostly unused while it still recomputes.
+
+    With the graph's ``no_remat_peak``, a budget at or above it is never named: keeping every
+    tensor fits there, so the room left over says nothing about the solve (a 64 GiB host
+    next to a GPU always looked half unused, and the advice sent the user after it).
+    """
     t = result.timeline
     if t is None or result.status is SolveStatus.OPTIMAL or t.recomputations == 0:
         return []
     idle = []
     for device, peak in t.peaks.items():
         budget = t.activation_budgets.get(device, 0)
+        if no_remat_peak is not None and budget >= no_remat_peak:
+            continue
         if budget and peak < IDLE_SHARE * budget:
             idle.append(device)
     return idle
@@ -67,7 +75,7 @@ def advise(result: SolveResult, graph: Graph, time_limit_s: float, backend: str)
         if backend != "cpsat" and have_cpsat and graph.n > 100 and result.restricted is None:
             tips.append("the CP-SAT solver (--solver cpsat)")  # when it has not run yet
         parts.append(f"{why}: try " + " or ".join(tips))
-    idle = idle_devices(result)
+    idle = idle_devices(result, no_remat_peak(graph))
     if idle:
         parts.append(
             f"the solve was cut short while {', '.join(idle)} still used less than "

@@ -7,8 +7,9 @@ from dataclasses import replace
 import pytest
 
 from solver.document.generators import unit_chain
-from solver.optimize.advice import advise
+from solver.optimize.advice import advise, idle_devices
 from solver.optimize.backends import registry
+from solver.optimize.bounds import no_remat_peak
 from solver.optimize.incumbents import Restricted
 from solver.optimize.methods import solve
 from solver.status import SolveStatus
@@ -58,3 +59,22 @@ def test_no_schedule_says_what_to_try(chain):
     empty = replace(result, status=SolveStatus.TIME_LIMIT, schedule=None, timeline=None)
     text = advise(empty, graph, 30, "cbc")
     assert text.startswith("no schedule yet: try a longer time limit than 30 s, a larger budget")
+
+
+def test_a_budget_that_holds_everything_is_never_called_idle():
+    """Room left on a device whose budget holds the whole no-rematerialization peak says
+    nothing about the solve; room left on a tight one does (the solve was cut short)."""
+    graph = unit_chain(10, budget=5)  # far below the no-remat peak of 12: it recomputes
+    result = solve(graph, "checkmate")
+    assert result.timeline.recomputations > 0
+    (device,) = result.timeline.activation_budgets
+    peak = no_remat_peak(graph)
+
+    def cut_short(budget: int):
+        timeline = replace(result.timeline, activation_budgets={device: budget})
+        return weak(result, gap=0.0, timeline=timeline)
+
+    roomy, tight = cut_short(100 * peak), cut_short(peak - 1)
+    assert idle_devices(roomy, peak) == [] and "cut short" not in advise(roomy, graph, 60, "cbc")
+    assert idle_devices(tight, peak) == [device]
+    assert f"while {device} still used less than 50%" in advise(tight, graph, 60, "cbc")
