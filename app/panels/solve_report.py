@@ -162,8 +162,9 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
             )
     if result.variables or result.constraints:
         model = f"{result.variables:,} variables, {result.constraints:,} constraints"
-        formulation = f" ({result.formulation})" if result.formulation else ""
-        notes.append(f"Model{formulation}: {model}.")
+        # "Model: retention intervals (C=2), ...": in brackets, its own brackets nested
+        formulation = f"{result.formulation}, " if result.formulation else ""
+        notes.append(f"Model: {formulation}{model}.")
     advice = result.advice or _derived_advice(result, cut_short)
     if advice:
         notes.append(_as_sentence(advice))

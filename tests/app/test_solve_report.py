@@ -36,11 +36,13 @@ def test_report_names_gap_model_size_and_advice(weak):
 
 
 def test_report_shows_the_solver_advice_and_formulation_when_given(weak):
-    result = replace(weak, advice="Solve at layer level first.", formulation="retention intervals")
+    result = replace(
+        weak, advice="Solve at layer level first.", formulation="retention intervals (C=2)"
+    )
     notes = result_notes(result)
     assert "Solve at layer level first." in notes
     assert "try HiGHS" not in " ".join(notes)
-    assert any("Model (retention intervals)" in n for n in notes)
+    assert "Model: retention intervals (C=2), 412,345 variables, 823,001 constraints." in notes
 
 
 def test_report_writes_the_solvers_advice_as_a_sentence(weak):
