@@ -43,6 +43,19 @@ __all__ = [
 #: Ops autograd itself adds while tracing (a saved output is detached); SAC never sees them in
 #: some runs and sees them in others, so the policy skips them without counting.
 _UNCOUNTED = ("aten.detach.default",)
+#: Ops of a data-dependent check that a fake-tensor capture cannot trace (so takes another
+#: branch): Hugging Face's mask utilities read ``padding_mask.sum() == numel`` eagerly, and
+#: skip the read when tracing (``is_tracing`` is true for fake tensors). Outside the capture's
+#: ops, the policy lets such a run pass uncounted when it ends in a scalar read.
+_CHECK_OPS = (
+    "aten.sum.default",
+    "aten.eq.Scalar",
+    "aten.ne.Scalar",
+    "aten.all.default",
+    "aten.any.default",
+    "aten.alias.default",
+)
+_SCALAR_READS = ("aten._local_scalar_dense.default", "aten.is_nonzero.default")
 
 
 def forward_ops(plan: GroupPlan) -> list[tuple[str, str | None]]:
@@ -98,6 +111,8 @@ def policy_source(
         "recompute": _wrap(json.dumps(indices)),
         "count": len(ops),
         "uncounted": repr(_UNCOUNTED),
+        "check_ops": repr(_CHECK_OPS),
+        "scalar_reads": repr(_SCALAR_READS),
     }
 
 
@@ -189,24 +204,38 @@ OPS = %(ops)s
 #: Positions in OPS whose outputs are recomputed instead of saved.
 RECOMPUTE = frozenset(%(recompute)s)
 UNCOUNTED = %(uncounted)s
+#: A check on values the capture (fake tensors) could not make: ops outside OPS that end in a
+#: Python scalar (e.g. Hugging Face's ``padding_mask.sum() == numel`` before its attention
+#: mask, skipped when traced). They are skipped, uncounted, and must end in a scalar read.
+CHECK_OPS = %(check_ops)s
+SCALAR_READS = %(scalar_reads)s
 
 
 def make_policy(log=None):
     """A fresh policy (its own op counters); ``log`` collects (position, recompute?) pairs."""
     position = {False: 0, True: 0}
+    reading = {False: False, True: False}  # inside a check the capture could not trace
 
     def policy_fn(ctx, op, *args, **kwargs):
         if str(op) in UNCOUNTED:
             return CheckpointPolicy.PREFER_RECOMPUTE  # free; not in OPS
         phase = bool(ctx.is_recompute)
         i = position[phase]
-        position[phase] = i + 1
-        if i >= len(OPS) or str(op) != OPS[i]:
+        name = str(op)
+        matches = i < len(OPS) and name == OPS[i]
+        if not matches and name in SCALAR_READS:
+            reading[phase] = False  # the check ends in a Python value: nothing follows from it
+            return CheckpointPolicy.PREFER_RECOMPUTE
+        if not matches and name in CHECK_OPS:
+            reading[phase] = reading[phase] or name != "aten.alias.default"
+            return CheckpointPolicy.PREFER_RECOMPUTE
+        if not matches or reading[phase]:
             expected = OPS[i] if i < len(OPS) else "the end of the forward"
             raise RuntimeError(
                 f"checkpoint policy: op {i} is {op}, the schedule's capture has {expected}; "
                 "re-import the model with the same input shape and export the policy again"
             )
+        position[phase] = i + 1
         if log is not None and not phase:
             log.append((i, i in RECOMPUTE))
         if i in RECOMPUTE:
