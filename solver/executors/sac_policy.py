@@ -33,6 +33,7 @@ from solver.importers.aten_groups import GroupPlan
 
 __all__ = [
     "forward_ops",
+    "storage_owners",
     "random_positions",
     "recomputed_nodes",
     "policy_source",
@@ -101,7 +102,12 @@ def policy_source(
     recompute = recomputed_nodes(graph, schedule)
     ops = forward_ops(plan)
     random = random_positions(plan)
-    indices = [i for i, (_, owner) in enumerate(ops) if owner in recompute and i not in random]
+    owners = storage_owners(plan)
+    indices = [
+        i
+        for i, (_, owner) in enumerate(ops)
+        if (owner if owner is not None else owners[i]) in recompute and i not in random
+    ]
     if lean:
         indices = sorted(set(indices) | (unread_free_positions(plan) - random))
     return _TEMPLATE % {
@@ -152,6 +158,28 @@ def unread_free_positions(plan: GroupPlan) -> set[int]:
         for i, n in enumerate(nodes)
         if op_flops(n) == 0 and base.get(n.name, n.name) not in read and n.name not in read
     }
+
+
+def storage_owners(plan: GroupPlan) -> list[str | None]:
+    """Per position in :func:`forward_ops`, the node whose op allocated the storage the op's
+    output lives in (through views; ``None`` for a placeholder's). A view owned by no node is
+    recomputed with its base: cached, it would keep the recomputed base's whole storage
+    alive through the backward (GPT-2: 0.2 MiB of views against 0.02 MiB the schedule
+    keeps)."""
+    from solver.importers.aten_groups import bases
+
+    graph_nodes = list(plan.capture.gm.graph.nodes)
+    base = bases(graph_nodes)
+    by_name = {n.name: n for n in graph_nodes}
+
+    def owner(name: str) -> str | None:
+        found = plan.owner.get(name)
+        node = by_name.get(name)
+        if found is None and node is not None and node.target is operator.getitem:
+            found = plan.owner.get(node.args[0].name)
+        return found
+
+    return [owner(base.get(n.name, n.name)) for n in _forward_nodes(plan)]
 
 
 def _forward_nodes(plan: GroupPlan) -> list:

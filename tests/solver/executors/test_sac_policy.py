@@ -24,6 +24,7 @@ from solver.executors.sac_policy import (  # noqa: E402
     policy_source,
     random_positions,
     recomputed_nodes,
+    storage_owners,
     write_policy,
 )
 from solver.importers.aten_capture import loss_of  # noqa: E402
@@ -60,8 +61,15 @@ def test_sac_policy_recomputes_exactly_the_schedules_nodes(name, tmp_path):
     write_policy(tmp_path / "policy.py", plan, graph, result.schedule)
     policy = load(tmp_path / "policy.py")
     # what the policy recomputes: every op of the recomputed nodes (by position in the
-    # forward) except dropout's mask, which SAC must save
-    planned = {i for i, (_, owner) in enumerate(forward_ops(plan)) if owner in recompute}
+    # forward), and the views of their outputs, except dropout's mask, which SAC must save
+    owners = storage_owners(plan)
+    planned = {
+        i
+        for i, (_, owner) in enumerate(forward_ops(plan))
+        if (owner if owner is not None else owners[i]) in recompute
+    }
+    views = {i for i, (_, owner) in enumerate(forward_ops(plan)) if owner is None}
+    assert planned & views  # views of recomputed outputs are recomputed with them
     masks = random_positions(plan)
     assert masks and policy.RECOMPUTE == planned - masks
 
