@@ -113,10 +113,14 @@ class ImportedModel:
         method: str = "xengine",
         time_limit: float = 60.0,
         offload: bool = False,
+        saved: Mapping[str, int | str] | None = None,
     ) -> Plan:
         """The fastest schedule (``method``: ``xengine``, ``greedy``, ``checkmate:gpu``, ...)
         under the memory limits ``gpu`` and ``cpu``: ``"60%"``, ``"8GiB"``, a byte count, or
-        ``None`` for unlimited.
+        ``None`` for unlimited. ``saved`` bounds, per device, the bytes the forward leaves
+        resident for the backward (``{"cpu": "2MiB"}``, a size or a byte count): the
+        activations saved across the boundary, with or without a peak limit
+        (:meth:`~solver.document.graph.Graph.with_saved_limits`).
 
         Raises
         ------
@@ -128,6 +132,8 @@ class ImportedModel:
 
         limits = {d: _limit(self.graph, d, b) for d, b in (("gpu", gpu), ("cpu", cpu))}
         graph = self.graph.with_memory_limits({d: v for d, v in limits.items() if v is not None})
+        if saved:
+            graph = graph.with_saved_limits({d: parse_size(v) for d, v in saved.items()})
         options = SolveOptions(time_limit_s=time_limit, offload=offload)
         result = solve(graph, method, options)
         if not result.ok:

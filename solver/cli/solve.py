@@ -1,4 +1,5 @@
-"""``main.py solve GRAPH [--budget DEVICE=SIZE ...] [--method M] [-o SCHEDULE] [--json]``.
+"""``main.py solve GRAPH [--budget DEVICE=SIZE ...] [--saved DEVICE=SIZE ...] [--method M]
+[-o SCHEDULE] [--json]``.
 
 Finds the fastest schedule, replays it, prints the report (docs/formats.md) and keeps the
 result in the result store. Exit status 0 for a valid schedule; 1 for none (infeasible, a time
@@ -11,14 +12,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from solver.cli.arguments import EXIT_BAD_INPUT, EXIT_NO_SCHEDULE, EXIT_OK, load_with_budgets
+from solver.cli.arguments import (
+    EXIT_BAD_INPUT,
+    EXIT_NO_SCHEDULE,
+    EXIT_OK,
+    UsageError,
+    load_with_budgets,
+)
 from solver.cli.options import add_solver_arguments, solve_options
 from solver.cli.output import concurrent_ms, json_text, print_result, report, stdout_to_stderr
 from solver.cli.signals import cancel_on_signals
 from solver.document.atomic import check_writable
 from solver.document.graph import Graph
 from solver.document.schedule_io import save_schedule
-from solver.errors import FileWriteError, printable
+from solver.document.units import parse_size
+from solver.errors import FileWriteError, GraphFormatError, printable
 from solver.optimize.methods import METHODS, parse_method
 from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
@@ -40,16 +48,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="let the MIQP copy tensors to another device and keep them there (off: the "
         "paper's model); for --method xengine and overlap",
     )
+    parser.add_argument(
+        "--saved",
+        action="append",
+        default=[],
+        metavar="DEVICE=SIZE",
+        help="at most SIZE bytes resident on DEVICE when the backward starts (the activations "
+        "saved for it), e.g. cpu=2MiB; with or without --budget; for the paper's model",
+    )
     parser.add_argument("-o", "--output", help="write the schedule JSON here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-store", action="store_true", help="neither look up nor store")
+
+
+def with_saved(graph: Graph, limits: list[str]) -> Graph:
+    """The graph with ``--saved DEVICE=SIZE`` applied (``Graph.with_saved_limits``)."""
+    parsed: dict[str, int | None] = {}
+    for text in limits:
+        device, sep, size = text.partition("=")
+        if not sep or not device or not size:
+            raise UsageError(f"--saved {text!r}: write DEVICE=SIZE, e.g. cpu=2MiB")
+        try:
+            parsed[device] = parse_size(size)
+        except ValueError as exc:
+            raise UsageError(f"--saved {text!r}: {exc}") from None
+    try:
+        return graph.with_saved_limits(parsed) if parsed else graph
+    except GraphFormatError as exc:
+        raise UsageError(f"--saved: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Solve, write ``-o``, print the report; the exit status."""
     if args.output:
         check_writable(args.output)  # before the solve, not after it
-    graph = load_with_budgets(args.graph, args.budget)
+    graph = with_saved(load_with_budgets(args.graph, args.budget), args.saved)
     parse_method(graph, args.method)
     options = solve_options(args)
     with stdout_to_stderr():

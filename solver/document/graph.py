@@ -40,6 +40,9 @@ class Device:
     """A device and its memory limit; ``fixed_memory`` (weights, optimizer state) is always in use.
 
     ``memory_limit`` is the file formats' ``memory`` of a device: every byte resident there.
+    ``saved_limit`` (the formats' ``saved``; ``None``: no limit) bounds the activations the
+    device holds across the forward/backward boundary: the bytes resident there when the
+    backward starts (:attr:`Graph.boundary`; docs/solver.md, "Saved-bytes budget").
     """
 
     name: str
@@ -48,6 +51,7 @@ class Device:
     fixed_memory: int = 0
     peak_flops: float | None = None
     mem_bandwidth: float | None = None
+    saved_limit: int | None = None
 
     @property
     def activation_budget(self) -> int:
@@ -128,6 +132,14 @@ class Graph:
         _check_devices(self.devices, self.links)
         _check_nodes(self.nodes, {d.name for d in self.devices})
         _check_edges(self.nodes, self.edges, {d.name for d in self.devices})
+        if self.boundary is None:
+            for device in self.devices:
+                if device.saved_limit is not None:
+                    raise GraphFormatError(
+                        "a saved-bytes limit needs a backward node, and the graph has none",
+                        where=f"device '{device.name}', field 'saved'",
+                        fix="drop the field, or give a training graph (with backward nodes)",
+                    )
         order = {node.id: i for i, node in enumerate(self.nodes)}
         for edge in self.edges:
             if order[edge.source] >= order[edge.target]:
@@ -223,6 +235,25 @@ class Graph:
         return _ReadOnlyMap({d.name: d.memory_limit for d in self.devices})
 
     @cached_property
+    def boundary(self) -> int | None:
+        """The forward/backward boundary: the stage of the first backward node (``None`` when
+        the graph has none). The checkpoints resident at the start of this stage,
+        ``S[d, boundary, *]``, are what the forward leaves for the backward.
+
+        >>> from solver.document.generators import unit_chain
+        >>> unit_chain(2, budget=5).boundary  # n0 n1 forward, n2 the loss, n3 n4 backward
+        3
+        """
+        return next((k for k, node in enumerate(self.nodes) if node.kind == "backward"), None)
+
+    @cached_property
+    def saved_limits(self) -> Mapping[str, int]:
+        """The devices with a saved-bytes limit (``Device.saved_limit``), by name (read-only)."""
+        return _ReadOnlyMap(
+            {d.name: d.saved_limit for d in self.devices if d.saved_limit is not None}
+        )
+
+    @cached_property
     def activation_budgets(self) -> np.ndarray:
         """Activation budget ``B_d`` in bytes per device (memory limit less fixed memory)."""
         return np.array([d.activation_budget for d in self.devices], dtype=np.int64)
@@ -313,6 +344,31 @@ class Graph:
         )
         return replace(self, devices=devices)
 
+    def with_saved_limits(self, limits: Mapping[str, int | None]) -> Graph:
+        """Return a copy whose devices hold at most ``limits[name]`` bytes across the
+        forward/backward boundary (``None``: no limit); see :attr:`Device.saved_limit`.
+
+        Raises ``GraphFormatError`` for an unknown device, a negative size, or a graph with no
+        backward node (nothing is held across a boundary it does not have).
+        """
+        unknown = sorted(set(limits) - set(self.device_index))
+        if unknown:
+            names = ", ".join(self.device_index)
+            raise GraphFormatError(
+                f"unknown device {unknown[0]!r}", where="saved", fix=f"devices are: {names}"
+            )
+        if self.boundary is None and any(v is not None for v in limits.values()):
+            raise GraphFormatError(
+                "a saved-bytes limit needs a backward node, and the graph has none",
+                where="saved",
+                fix="give a training graph (forward, loss and backward nodes)",
+            )
+        devices = tuple(
+            replace(d, saved_limit=_optional_int(limits[d.name])) if d.name in limits else d
+            for d in self.devices
+        )
+        return replace(self, devices=devices)
+
     def with_devices(self, names: Iterable[str]) -> Graph:
         """Return the same graph restricted to some devices (e.g. one, for Checkmate's model)."""
         keep = [self.device(name) for name in names]
@@ -338,6 +394,10 @@ class Graph:
         dag.add_nodes_from(node.id for node in self.nodes)
         dag.add_edges_from((e.source, e.target) for e in self.edges)
         return dag
+
+
+def _optional_int(value: int | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def topological_order(nodes: Iterable[Node], edges: Iterable[Edge]) -> list[Node]:
@@ -458,6 +518,7 @@ def _check_devices(devices: tuple[Device, ...], links: tuple[Link, ...]) -> None
         for label, value in (
             ("memory", device.memory_limit),
             ("fixed_memory", device.fixed_memory),
+            ("saved", 0 if device.saved_limit is None else device.saved_limit),
         ):
             _check_size(value, f"{where}, field '{label}'")
     for link in links:

@@ -119,6 +119,11 @@ def _device(raw: Any, i: int) -> Device:
             get_field(raw, "memory", where, (int, float, str)), f"{where}, field 'memory'"
         ),
         fixed_memory=size_field(raw.get("fixed_memory", 0), f"{where}, field 'fixed_memory'"),
+        saved_limit=(
+            size_field(raw["saved"], f"{where}, field 'saved'")
+            if raw.get("saved") is not None
+            else None
+        ),
         **optional,
     )
 
@@ -303,6 +308,8 @@ def _device_to_dict(device: Device) -> dict[str, Any]:
     }
     if device.fixed_memory:
         entry["fixed_memory"] = device.fixed_memory
+    if device.saved_limit is not None:
+        entry["saved"] = device.saved_limit
     for key in ("peak_flops", "mem_bandwidth"):
         if getattr(device, key) is not None:
             entry[key] = getattr(device, key)

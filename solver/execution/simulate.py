@@ -135,6 +135,12 @@ class Timeline:
     transfers: tuple[TransferEvent, ...]
     memory: Mapping[str, MemoryCurve]
     violation: ScheduleViolation | None = None
+    saved_bytes: Mapping[str, int] = field(default_factory=dict)
+    """Per device, the bytes resident when the backward starts (the checkpoints at the start
+    of the graph's :attr:`~solver.document.graph.Graph.boundary` stage); empty for a graph
+    without backward nodes, or a replay that broke before the boundary."""
+    saved_limits: Mapping[str, int] = field(default_factory=dict)
+    """The devices' saved-bytes limits the replay checked (``Device.saved_limit``)."""
 
     @property
     def valid(self) -> bool:
@@ -191,6 +197,14 @@ class Timeline:
             "offload_ms": round(self.offload_ms, 6),
             "peak_bytes": self.peaks,
             "budget_bytes": dict(self.activation_budgets),
+            **(
+                {
+                    "saved_bytes": dict(self.saved_bytes),
+                    "saved_limit_bytes": dict(self.saved_limits),
+                }
+                if self.saved_limits
+                else {}
+            ),
         }
 
 
@@ -262,6 +276,8 @@ class _Replay:
     """Per device, the index of the latest operation's own step (:func:`add_step` keeps it)."""
     holding: set[str] = field(default_factory=set)
     """Devices that may hold a tensor now (a superset of those whose ``live`` is not empty)."""
+    saved: dict[str, int] = field(default_factory=dict)
+    """Per device, the bytes resident at the start of the boundary stage (once reached)."""
 
     def __post_init__(self) -> None:
         # devices are added as they are used (a graph may have 1,000 devices; a baseline
@@ -316,11 +332,33 @@ class _Replay:
             transfers=tuple(self.transfers),
             memory=_Curves(built, self.graph.device_index),
             violation=violation,
+            saved_bytes=dict(self.saved),
+            saved_limits=self.graph.saved_limits,
         )
+
+    def _check_saved(self, t: int) -> None:
+        """At the boundary stage: record what each device holds for the backward, and check
+        it against the device's saved-bytes limit (rule "saved")."""
+        for device in self.graph.devices:
+            held = self.live[device.name].bytes if device.name in self.holding else 0
+            self.saved[device.name] = int(held)
+        for device in self.graph.devices:
+            limit, held = device.saved_limit, self.saved[device.name]
+            if limit is not None and held > limit:
+                raise _violation(
+                    "saved",
+                    f"{device.name} holds {held} B when the backward starts, more than its "
+                    f"saved-bytes limit of {limit} B; keep fewer checkpoints across the boundary",
+                    stage=t,
+                    device=device.name,
+                    numbers={"saved": held, "limit": limit},
+                )
 
     # ----- one stage -----------------------------------------------------------------------
     def run_stage(self, t: int, stage: Stage) -> None:
         g = self.graph
+        if t == g.boundary:
+            self._check_saved(t)
         positions = self._check_stage_order(t, stage)
         last_use = self._last_uses(t, stage)
         # Only the devices a stage touches are visited (a graph may have 1,000 devices): keep

@@ -62,6 +62,7 @@ __all__ = [
     "fits_on",
     "affordable",
     "capped_cost",
+    "add_saved_constraints",
 ]
 
 COST_CEILING = 1e12
@@ -389,6 +390,7 @@ def build_array_model(
     add_input_constraints(model, builder)
     add_freeing_constraints(model, builder)
     add_memory_constraints(model, builder)
+    add_saved_constraints(model, builder)
     model.program = builder.program()
     from solver.optimize.formulation import PAPER  # the formulation imports this module
 
@@ -584,6 +586,33 @@ def add_memory_constraints(model: ArrayModel, b: ModelBuilder) -> None:
                     if (d, t, e) in model.F:
                         pending_cols.append(model.F[d, t, e])
                         pending_vals.append(float(size[g.edge_pairs[e][0]]))
+
+
+def add_saved_constraints(model: ArrayModel, b: ModelBuilder) -> None:
+    """``sum_i M_i S[d,t_b,i] <= L_d`` at the boundary stage ``t_b`` (the first backward
+    node's) for each device with a saved-bytes limit ``L_d`` (``Device.saved_limit``): what
+    the forward leaves resident for the backward. The row is in units of the gcd of its sizes
+    (exact), with half a unit of room for the backend's tolerances."""
+    g = model.graph
+    t = g.boundary
+    if t is None:
+        return
+    for d, device in enumerate(g.devices):
+        if device.saved_limit is None:
+            continue
+        keys = [
+            (int(g.output_bytes[i]), model.S[d, t, i]) for i in range(t) if (d, t, i) in model.S
+        ]
+        divisor = 0
+        for size, _ in keys:
+            divisor = gcd(divisor, size)
+        divisor = max(divisor, 1)
+        b.row(
+            [col for _, col in keys],
+            [size / divisor for size, _ in keys],
+            -INF,
+            device.saved_limit // divisor + 0.5,
+        )
 
 
 def cheapest_once(model: ArrayModel) -> float:

@@ -204,6 +204,11 @@ def plan_solve(graph: Graph, options: SolveOptions) -> Plan:
     """
     chosen = registry.backend(options.backend)
     have_cpsat = registry.BACKENDS["cpsat"].available()
+    if graph.saved_limits and (chosen.kind == "cp" or options.formulation == "intervals"):
+        raise XEngineError(
+            "the interval formulation (CP-SAT) has no saved-bytes limit; solve with CBC or "
+            "HiGHS on the paper's model"
+        )
     if chosen.kind == "cp":
         return Plan("intervals", "none", f"{chosen.label} on the interval model")
     if options.formulation == "intervals":
@@ -211,6 +216,11 @@ def plan_solve(graph: Graph, options: SolveOptions) -> Plan:
     search = "windows" if options.improve else "none"
     if options.formulation == "stages":
         return Plan("stages", search, f"{chosen.label} on the paper's model, as asked")
+    if graph.saved_limits:
+        # The interval model has no row for the saved bytes: its schedules would mostly be
+        # refused by the replay, and its restricted optimum would mislead the node fixing.
+        why = f"{chosen.label} on the paper's model (a saved-bytes limit: no interval model)"
+        return Plan("stages", search, why)
     columns, _ = estimate_size(graph)
     if columns <= STAGE_MODEL_COLUMNS:
         if have_cpsat and options.improve:

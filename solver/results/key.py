@@ -2,8 +2,9 @@
 
 Two solves share a key exactly when they must give the same answer given enough time: same
 nodes (in schedule order, with their output sizes and workspaces, per-device costs and kinds),
-same edges and transfer overrides, same devices (fixed memory) and links, same memory limits, same
-method, and for the MIQP methods the same backend, relative gap and warm start. The graph's
+same edges and transfer overrides, same devices (fixed memory) and links, same memory limits
+(and saved-bytes limits, where a device has one), same method, and for the MIQP methods the
+same backend, relative gap and warm start. The graph's
 name, notes and meta, node ops and roofline inputs (costs are already resolved from them) do
 not change the answer and are left out, so a renamed or re-saved graph still finds its results
 (and a graph without workspaces its keys from before they existed). Time limit,
@@ -123,6 +124,9 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
         "gap_rel": gap,
         "warm_start": warm,
     }
+    saved = graph.saved_limits
+    if saved:  # only then: keys of solves without a saved-bytes limit stay what they were
+        content["saved"] = tuple(sorted((name, int(limit)) for name, limit in saved.items()))
     return ResultKey(_digest(content), structure, memory_limits, method, backend, gap)
 
 
