@@ -111,6 +111,12 @@ def print_result(result: SolveResult, concurrent: float | None = None) -> None:
         budget = t.activation_budgets[device]
         share = f" ({peak / budget:.0%})" if budget else ""
         print(f"memory     {device}: peak {format_size(peak)} of {format_size(budget)}{share}")
+    for device, limit in t.saved_limits.items():  # what --saved bounds, as the replay measured it
+        held = t.saved_bytes.get(device, 0)
+        print(
+            f"saved      {device}: {format_size(held)} held when the backward starts, "
+            f"of {format_size(limit)}"
+        )
     model = f", {result.formulation}" if result.formulation else ""
     if result.variables or result.constraints:
         size = f"{result.variables} variables, {result.constraints} constraints{model}"

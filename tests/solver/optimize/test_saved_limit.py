@@ -92,3 +92,13 @@ def test_cli_saved_limit_reaches_the_solve(tmp_path, capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     assert report["summary"]["saved_bytes"] == {"cpu": 2}
     assert report["summary"]["total_ms"] == pytest.approx(2 * LAYERS + 1 + LAYERS + 1 - 2)
+
+
+def test_cli_says_what_is_saved_against_the_limit(tmp_path, capsys) -> None:
+    from solver.cli import main
+    from solver.document.graph_io import save_graph
+
+    path = tmp_path / "chain.graph.json"
+    save_graph(unit_chain(LAYERS, budget=100), path)
+    assert main(["solve", str(path), "--saved", "cpu=2", "--no-store"]) == 0
+    assert "saved      cpu: 2 B held when the backward starts, of 2 B" in capsys.readouterr().out
