@@ -26,7 +26,7 @@ from PySide6.QtGui import (
     QPen,
     QPolygonF,
 )
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from app.theme import Colors
 from solver.document.graph import Graph, Node
@@ -275,18 +275,10 @@ class NodeItem(LazyTip, QGraphicsItem):
     def box(self) -> QRectF:
         return QRectF(self._box)
 
-    def anchor(self, side: str, pos: QPointF | None = None) -> QPointF:
-        """A point on the box edge (``left``, ``right``, ``top``, ``bottom``) in scene units;
-        ``pos`` is the item's position when the caller has it (5,000 arrows asked twice)."""
-        at = self.pos() if pos is None else pos
-        x, y, half = at.x(), at.y(), self._height / 2
-        if side == "left":
-            return QPointF(x - NODE_WIDTH / 2, y)
-        if side == "right":
-            return QPointF(x + NODE_WIDTH / 2, y)
-        if side == "top":
-            return QPointF(x, y - half)
-        return QPointF(x, y + half + self._chips_height())
+    def half_height(self, bottom: bool) -> float:
+        """From the box's centre to its top edge, or to its bottom one below the chips (where
+        an arrow meets it, in scene units)."""
+        return self._height / 2 + (self._chips_height() if bottom else 0.0)
 
     def _chips_height(self) -> float:
         return CHIP_HEIGHT + 3 if self._residency is not None else 0.0
@@ -505,10 +497,17 @@ class NodeItem(LazyTip, QGraphicsItem):
         return "<br>".join(rows)
 
 
-class EdgeItem(LazyTip, QGraphicsPathItem):
-    """A curved arrow from the source box to the target box."""
+class EdgeItem(LazyTip, QGraphicsItem):
+    """A curved arrow from the source box to the target box.
+
+    Its curve is kept as eight floats and made a ``QPainterPath`` only when first painted or
+    hit-tested: at Fit a big graph draws as the overview and most arrows never need one, and
+    making 8,000 paths cost more than half of a 5,000-node graph's first draw.
+    """
 
     ARROW = 7.0
+    _MARGIN = ARROW + 3.0
+    """Bounds beyond the curve's control points: the arrow head and the thickest pen."""
 
     def __init__(self, source: NodeItem, target: NodeItem, colors: Colors):
         super().__init__()
@@ -517,7 +516,11 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         self.key = (source.node_id, target.node_id)
         self._colors = colors
         self._emphasis = 0  # 0 normal, 1 touches the selected node, 2 selected edge
-        self._head = QPolygonF()
+        self._curve = (0.0,) * 8
+        """start, first and second control point, end (x, y each), in scene units."""
+        self._bounds = QRectF()
+        self._path: QPainterPath | None = None
+        self._head: QPolygonF | None = None
         self.setZValue(1)
         self.setAcceptHoverEvents(True)  # its tooltip is written on hover enter
         self.update_path()
@@ -535,34 +538,55 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
     def update_path(self) -> None:
         """Route by relative position: side to side when apart, else bottom to top."""
         a, b = self.source.pos(), self.target.pos()
-        if abs(b.x() - a.x()) >= NODE_WIDTH:
-            forward = b.x() > a.x()
-            start = self.source.anchor("right" if forward else "left", a)
-            end = self.target.anchor("left" if forward else "right", b)
-            bend = max(abs(end.x() - start.x()) * 0.45, 24.0)
-            sign = 1 if forward else -1
-            c1, c2 = start + QPointF(sign * bend, 0), end - QPointF(sign * bend, 0)
+        ax, ay, bx, by = a.x(), a.y(), b.x(), b.y()
+        if abs(bx - ax) >= NODE_WIDTH:
+            sign = 1.0 if bx > ax else -1.0
+            sx, sy = ax + sign * NODE_WIDTH / 2, ay
+            ex, ey = bx - sign * NODE_WIDTH / 2, by
+            bend = sign * max(abs(ex - sx) * 0.45, 24.0)
+            curve = (sx, sy, sx + bend, sy, ex - bend, ey, ex, ey)
         else:
-            down = b.y() >= a.y()
-            start = self.source.anchor("bottom" if down else "top", a)
-            end = self.target.anchor("top" if down else "bottom", b)
-            bend = max(abs(end.y() - start.y()) * 0.45, 18.0)
-            sign = 1 if down else -1
-            c1, c2 = start + QPointF(0, sign * bend), end - QPointF(0, sign * bend)
-        path = QPainterPath(start)
-        path.cubicTo(c1, c2, end)
-        self.setPath(path)
-        angle = math.atan2(end.y() - c2.y(), end.x() - c2.x())
-        left = end - QPointF(
-            self.ARROW * math.cos(angle - 0.42), self.ARROW * math.sin(angle - 0.42)
-        )
-        right = end - QPointF(
-            self.ARROW * math.cos(angle + 0.42), self.ARROW * math.sin(angle + 0.42)
-        )
-        self._head = QPolygonF([end, left, right])
+            down = by >= ay
+            sign = 1.0 if down else -1.0
+            sx, sy = ax, ay + sign * self.source.half_height(down)
+            ex, ey = bx, by - sign * self.target.half_height(not down)
+            bend = sign * max(abs(ey - sy) * 0.45, 18.0)
+            curve = (sx, sy, sx, sy + bend, ex, ey - bend, ex, ey)
+        if curve == self._curve:
+            return
+        self.prepareGeometryChange()
+        self._curve = curve
+        xs, ys = curve[0::2], curve[1::2]  # a cubic lies inside its control points' hull
+        m = self._MARGIN
+        left, top = min(xs) - m, min(ys) - m
+        self._bounds = QRectF(left, top, max(xs) + m - left, max(ys) + m - top)
+        self._path = self._head = None
+
+    def endpoints(self) -> tuple[QPointF, QPointF]:
+        """Where the arrow leaves its source and meets its target (scene units)."""
+        sx, sy, *_, ex, ey = self._curve
+        return QPointF(sx, sy), QPointF(ex, ey)
+
+    def path(self) -> QPainterPath:
+        """The curve (made on first use, see the class docstring)."""
+        if self._path is None:
+            sx, sy, ax, ay, bx, by, ex, ey = self._curve
+            self._path = QPainterPath(QPointF(sx, sy))
+            self._path.cubicTo(ax, ay, bx, by, ex, ey)
+        return self._path
+
+    def _arrow_head(self) -> QPolygonF:
+        if self._head is None:
+            *_, bx, by, ex, ey = self._curve
+            angle = math.atan2(ey - by, ex - bx)
+            arrow, end = self.ARROW, QPointF(ex, ey)
+            left = end - QPointF(arrow * math.cos(angle - 0.42), arrow * math.sin(angle - 0.42))
+            right = end - QPointF(arrow * math.cos(angle + 0.42), arrow * math.sin(angle + 0.42))
+            self._head = QPolygonF([end, left, right])
+        return self._head
 
     def boundingRect(self) -> QRectF:
-        return super().boundingRect().united(self._head.boundingRect()).adjusted(-3, -3, 3, 3)
+        return self._bounds
 
     def shape(self) -> QPainterPath:
         stroker = QPainterPathStroker()
@@ -581,8 +605,7 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
             pen = QPen(colour, 0 if self._emphasis == 0 else 2)  # cosmetic
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(pen)
-            path = self.path()
-            painter.drawLine(path.pointAtPercent(0.0), path.pointAtPercent(1.0))
+            painter.drawLine(*self.endpoints())
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(QPen(colour, width))
@@ -590,7 +613,7 @@ class EdgeItem(LazyTip, QGraphicsPathItem):
         painter.drawPath(self.path())
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QBrush(colour))
-        painter.drawPolygon(self._head)
+        painter.drawPolygon(self._arrow_head())
 
     def describe(self, graph: Graph) -> str:
         """Tooltip: transfer time per device pair (override or link model)."""

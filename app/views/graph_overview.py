@@ -61,23 +61,25 @@ class OverviewItem(QGraphicsItem):
         self._nodes = dict(nodes)
         self._ids = list(nodes)
         self._rects = {}
+        kind_colour: dict[str, str] = {}
         centres, half = [], []
         for item in nodes.values():
             box = item.box.translated(item.pos())
-            colour = colors.kind(item.node.kind).name()
-            self._rects.setdefault(colour, []).append(box)
+            kind = item.node.kind
+            if kind not in kind_colour:
+                kind_colour[kind] = colors.kind(kind).name()
+            self._rects.setdefault(kind_colour[kind], []).append(box)
             centres.append((box.center().x(), box.center().y()))
             half.append((box.width() / 2, box.height() / 2))
         self._centres = np.array(centres, dtype=float).reshape(-1, 2)
         self._half = np.array(half, dtype=float).reshape(-1, 2)
-        self._lines = []
-        for edge in edges.values():
-            path = edge.path()
-            self._lines.append(QLineF(path.pointAtPercent(0.0), path.pointAtPercent(1.0)))
-        bounds = QRectF()
-        for rects in self._rects.values():
-            for rect in rects:
-                bounds = bounds.united(rect)
+        self._lines = [QLineF(*edge.endpoints()) for edge in edges.values()]
+        if len(self._centres):
+            low = (self._centres - self._half).min(axis=0)
+            high = (self._centres + self._half).max(axis=0)
+            bounds = QRectF(*low, *(high - low))
+        else:
+            bounds = QRectF()
         self._bounds = bounds.adjusted(-4, -4, 4, 4 + CHIP_HEIGHT + 3)
 
     def node_at(self, point: QPointF) -> str | None:

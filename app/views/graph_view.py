@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.collector import long_lived
 from app.commands import AddNodeCommand, ConnectCommand, DeleteCommand
 from app.document import Document
 from app.theme import FollowsTheme, colors_for
@@ -203,6 +204,7 @@ class GraphView(FollowsTheme, QWidget):
         layout.addWidget(self.toolbar)
         layout.addWidget(self.canvas)
         self._overview = OverviewItem()
+        self._detail_shown = True
         self.minimap = Minimap(self.canvas, self._render_overview)
         self.canvas.moved.connect(self._on_canvas_moved)
         self._matches: list[str] = []
@@ -410,10 +412,12 @@ class GraphView(FollowsTheme, QWidget):
         self._overview = OverviewItem()
         self._overview.setVisible(False)
         self.scene.addItem(self._overview)
+        self._detail_shown = True  # no items yet: nothing hidden
         graph = self._document.graph
         self._residency = step_residency(self._document)
         if graph is not None and graph.nodes:
-            self._build_items(graph)
+            with long_lived():  # 13,000 items: see app.collector
+                self._build_items(graph)
         self._placed()
         self._on_document_selection_changed()
         self._update_legend()
@@ -433,12 +437,12 @@ class GraphView(FollowsTheme, QWidget):
     def _render_overview(self, painter: QPainter, target: QRectF, source: QRectF) -> None:
         """Paint the whole graph as the overview (for the minimap: a pixmap made once per
         layout, not the thousands of items repainted at every pan)."""
-        shown = self._overview.isVisible()
-        if not shown:
-            self._set_detail(False)
+        detail, overview = self._detail_shown, self._overview.isVisible()
+        self._set_detail(False)
         self.scene.render(painter, target, source)
-        if not shown:
+        if detail:
             self._set_detail(True)
+        self._overview.setVisible(overview)
 
     def _on_canvas_moved(self) -> None:
         self._update_detail_level()
@@ -450,13 +454,16 @@ class GraphView(FollowsTheme, QWidget):
         anything) the one overview item (``app.views.graph_overview``)."""
         small = NODE_WIDTH * self.canvas.transform().m11() < PLAIN_PIXELS
         overview = small and len(self.nodes) > OVERVIEW_FROM
-        if overview == self._overview.isVisible():
+        if overview == self._overview.isVisible() and overview != self._detail_shown:
             return
         self._set_detail(not overview)
 
     def _set_detail(self, on: bool) -> None:
         """Show the node and edge items (``on``) or the overview instead."""
         self._overview.setVisible(not on)
+        if on == self._detail_shown:
+            return  # 13,000 calls on a 5,000-node graph
+        self._detail_shown = on
         for item in self.nodes.values():
             item.setVisible(on)
         for item in self.edges.values():
@@ -491,6 +498,10 @@ class GraphView(FollowsTheme, QWidget):
         biggest = max((n.memory for n in graph.nodes), default=0) or 1
         devices = tuple(d.name for d in graph.devices)
         op_level = source.meta.get("level") == "op"
+        # A big graph opens drawn as its overview: its items are made hidden, which also
+        # spares the scene their first repaint (``_update_detail_level`` shows them).
+        shown = len(graph.nodes) <= OVERVIEW_FROM
+        self._detail_shown = shown
         for node in graph.nodes:
             height = MIN_HEIGHT + (MAX_HEIGHT - MIN_HEIGHT) * math.sqrt(node.memory / biggest)
             item = NodeItem(node, height, colors, op_level)
@@ -502,11 +513,13 @@ class GraphView(FollowsTheme, QWidget):
             else:
                 item.tip_source = functools.partial(item.describe, graph)
                 item.on_hover = self._document.set_hovered
+            item.setVisible(shown)
             self.scene.addItem(item)  # top-level: the scene's index finds the visible ones
             self.nodes[node.id] = item
         for edge in graph.edges:
             item = EdgeItem(self.nodes[edge.source], self.nodes[edge.target], colors)
             item.tip_source = functools.partial(item.describe, graph)
+            item.setVisible(shown)
             self.scene.addItem(item)
             self.edges[item.key] = item
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QPointF
 
 from app.document import Document
+from app.views.graph_items import NODE_WIDTH
 from app.views.graph_layout import layout_graph
 from app.views.graph_view import GraphView, step_residency
 from solver.document.examples import example_path
@@ -386,3 +388,32 @@ def test_graph_view_draws_a_big_graph_zoomed_out_as_one_overview(qtbot, show):
     view.canvas.centerOn(target)
     view.canvas.zoom(1.0 / view.canvas.transform().m11())  # 100 %
     assert not view.is_overview and target.isVisible()
+    assert all(edge.isVisible() for edge in view.edges.values())  # made hidden, shown now
+    view.minimap.render_scene()  # paints the overview alone, then puts the boxes back
+    view.minimap.grab()
+    assert not view.is_overview and all(item.isVisible() for item in view.nodes.values())
+
+
+def test_an_edge_runs_from_its_source_box_to_its_target_box(qtbot, show):
+    """The curve is kept as floats and made a path only when painted: its ends, its bounds
+    and its path agree, and follow a dragged box."""
+    from solver.document.generators import unit_chain
+
+    document = Document()
+    document.set_graph(unit_chain(2))
+    view = show(GraphView(document), 900, 400)
+    source, target = view.nodes["n0"], view.nodes["n1"]
+    edge = view.edges[("n0", "n1")]
+    start, end = edge.endpoints()
+    assert start.x() == pytest.approx(source.pos().x() + NODE_WIDTH / 2)
+    assert end.x() == pytest.approx(target.pos().x() - NODE_WIDTH / 2)
+    assert edge.path().pointAtPercent(0.0) == start and edge.path().pointAtPercent(1.0) == end
+    along = [edge.path().pointAtPercent(t / 8) for t in range(9)]
+    assert all(edge.boundingRect().contains(p) for p in along)
+    target.setPos(source.pos() + QPointF(0, 200))  # straight below: bottom to top
+    edge.update_path()
+    start, end = edge.endpoints()
+    assert start.y() > source.pos().y() and end.y() < target.pos().y()
+    assert edge.path().pointAtPercent(1.0) == end
+    along = [edge.path().pointAtPercent(t / 8) for t in range(9)]
+    assert all(edge.boundingRect().contains(p) for p in along)
