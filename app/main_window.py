@@ -164,10 +164,14 @@ class MainWindow(QMainWindow):
         devices, solver = self.docks["devices"], self.docks["solver"]
         if devices.isFloating() or solver.isFloating() or not devices.isVisible():
             return
-        tab_bar = 28  # devices and inspector share the area as tabs
-        need = self.devices_panel.rows_height() + tab_bar
+        # the dock's title and the tab bar it shares with the inspector, as laid out now
+        chrome = devices.height() - self.devices_panel.height()
+        need = self.devices_panel.rows_height() + chrome
         column = devices.height() + solver.height()
-        solver_min = solver.minimumSizeHint().height()
+        title = solver.height() - self.solver_panel.height()  # the dock's title bar
+        solver_min = max(
+            solver.minimumSizeHint().height(), self.solver_panel.needed_height() + title
+        )
         if column <= 0:
             return
         want = min(need, max(column - solver_min, column // 3))
@@ -220,6 +224,7 @@ class MainWindow(QMainWindow):
         doc.result_changed.connect(self._on_document_result_changed)
         self.files.status_message.connect(self._show_message)
         self.devices_panel.rows_rebuilt.connect(self._on_devices_panel_rows_rebuilt)
+        self.solver_panel.needs_room.connect(self._on_devices_panel_rows_rebuilt)  # refit
         self.controller.running_changed.connect(self._on_controller_running_changed)
         self.controller.failed.connect(self._on_controller_failed)
         self.controller.notice.connect(self._show_message)  # e.g. a result from the store

@@ -340,9 +340,10 @@ class DevicesPanel(QScrollArea):
         layout = self.widget().layout()
         margins = layout.contentsMargins()
         rows = [row.sizeHint().height() for row in self.rows.values()]
-        spacing = self._rows_box.spacing() * max(len(rows) - 1, 0) + 2 * layout.spacing()
+        spacing = self._rows_box.spacing() * max(len(rows) - 1, 0) + layout.spacing()
         add = self.add_button.sizeHint().height()
-        return margins.top() + sum(rows) + spacing + add + 8
+        # to just below the Add button: a few pixels more showed the top half of "Links"
+        return margins.top() + sum(rows) + spacing + add + margins.bottom()
 
     def _on_document_graph_changed(self) -> None:
         graph = self._document.graph

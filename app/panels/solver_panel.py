@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QFontDatabase, QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -78,6 +78,9 @@ def status_text(result: SolveResult) -> str:
 class SolverPanel(FollowsTheme, QWidget):
     """See module docstring."""
 
+    needs_room = Signal()
+    """The notes changed: the window may give the panel the height it now needs."""
+
     def __init__(
         self, document: Document, controller: SolveController, parent: QWidget | None = None
     ):
@@ -126,7 +129,7 @@ class SolverPanel(FollowsTheme, QWidget):
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.objective_label = QLabel(format_objective(None))
         self.plot = pg.PlotWidget()
-        self.plot.setMinimumHeight(80)
+        self.plot.setMinimumHeight(96)  # ticks, their title and a readable curve
         self.plot.setMaximumHeight(170)
         item = self.plot.getPlotItem()
         item.setLabel("bottom", "solve time (s)")
@@ -175,10 +178,13 @@ class SolverPanel(FollowsTheme, QWidget):
         self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notes_label.hide()
         form = QFormLayout()
-        form.addRow("Method", self.method_box)
-        form.addRow("Solver", self.backend_box)
-        # time limit and gap share a row: at 1280x720 every row here is a row the device
-        # sliders above do not get
+        # method and solver, time limit and gap share a row each: at 1280x720 every row here
+        # is a row the device sliders above or the live plot below do not get
+        methods = QHBoxLayout()
+        methods.addWidget(self.method_box, 3)
+        methods.addWidget(QLabel("Solver"))
+        methods.addWidget(self.backend_box, 2)
+        form.addRow("Method", methods)
         limits = QHBoxLayout()
         limits.addWidget(self.time_limit_box, 1)
         limits.addWidget(QLabel("Gap"))
@@ -224,6 +230,27 @@ class SolverPanel(FollowsTheme, QWidget):
         self.offload_box.toggled.connect(self._on_widgets_changed)
         self.solve_button.clicked.connect(self.request_solve)
         self.cancel_button.clicked.connect(self._controller.cancel)
+
+    def needed_height(self) -> int:
+        """The height that shows every line of the status and notes at the panel's width and
+        the live plot at its minimum (its x-axis title included). ``minimumSizeHint`` counts a
+        wrapped label as one line: at 1280x720, four lines of notes pushed the plot's axis
+        title out of the dock."""
+        layout = self.layout()
+        margins = layout.contentsMargins()
+        width = max(self.width() - margins.left() - margins.right(), 1)
+        shown = [layout.itemAt(i) for i in range(layout.count())]
+        height = margins.top() + margins.bottom() + layout.spacing() * (len(shown) - 1)
+        for item in shown:
+            widget = item.widget()
+            if widget is None:
+                height += item.minimumSize().height()
+            elif not widget.isHidden():
+                if widget.hasHeightForWidth():
+                    height += widget.heightForWidth(width)
+                else:
+                    height += widget.minimumSizeHint().height()
+        return height
 
     def _restyle_legend(self) -> None:
         colors = colors_for(self)
@@ -351,9 +378,13 @@ class SolverPanel(FollowsTheme, QWidget):
         self._show_notes(result_notes(result, marks.peak if marks is not None else None))
 
     def _show_notes(self, notes: list[str]) -> None:
+        text = "<br>".join(html.escape(n) for n in notes)
+        changed = text != self.notes_label.text() or bool(notes) == self.notes_label.isHidden()
         self._notes_text = "\n".join(notes)
-        self.notes_label.setText("<br>".join(html.escape(n) for n in notes))
+        self.notes_label.setText(text)
         self.notes_label.setVisible(bool(notes))
+        if changed:
+            self.needs_room.emit()
 
     def _show_status(self, text: str, error: bool = False) -> None:
         """Rich text; plain text takes the palette's colour, so it follows the theme."""
@@ -428,7 +459,25 @@ class SolverPanel(FollowsTheme, QWidget):
     def _on_controller_finished(self, result: SolveResult) -> None:
         if not self._raw_lines:
             self._append_log(list(result.log_tail[-3:]))
+        self._end_curves(result)
         self._show_result(result)
+
+    def _end_curves(self, result: SolveResult) -> None:
+        """Carry the curves to the end of the solve: a solver may report its last improvement
+        long before its time is up, and a plot that stopped at 9 s of a 22.6 s solve said the
+        solve had ended there."""
+        if not self._times or result.objective is None:
+            return
+        end = max(result.seconds, self._times[-1])
+        self._times.append(end)
+        self._incumbents.append(result.objective)
+        self._bounds.append(np.nan if result.bound is None else result.bound)
+        x = np.asarray(self._times)
+        self.incumbent_curve.setData(x, np.asarray(self._incumbents), connect="finite")
+        self.bound_curve.setData(x, np.asarray(self._bounds), connect="finite")
+        self._follow_ranges()
+        self._x_range = (0.0, end * 1.02)  # the whole solve, no empty step of the 1-2-5 range
+        self.plot.setXRange(*self._x_range, padding=0.0)
 
     def _on_controller_failed(self, message: str) -> None:
         self._show_status(f"The solve failed: {html.escape(message)}", error=True)

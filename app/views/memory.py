@@ -380,15 +380,17 @@ class MemoryView(FollowsTheme, QWidget):
             result is None or result.schedule is not self._measured.schedule
         ):
             self._measured = None  # it measured another schedule
+        empty = []
         for item in self._plots.values():
             curve = timeline.memory.get(item.device) if timeline is not None else None
             end = timeline_extent(timeline) if timeline is not None else 0.0
             if self._measured is not None and len(self._measured.ends):
                 end = max(end, float(self._measured.ends[-1]))  # as the Gantt's axis
             budget = self._budget(item.device)
-            self._draw_device(item, curve, end, budget)
+            empty.append(self._draw_device(item, curve, end, budget) == 0)
             self._draw_offloaded(item, timeline, end)
             self._draw_selected(item)
+        self._size_rows(empty)
         self._redraw_compared()
         if self._plots:
             first = next(iter(self._plots.values())).plot
@@ -410,7 +412,21 @@ class MemoryView(FollowsTheme, QWidget):
         graph = self._document.graph
         return graph.device(device).activation_budget if graph is not None else 0
 
-    def _draw_device(self, item: _DevicePlot, curve: MemoryCurve | None, end: float, budget: int):
+    def _size_rows(self, empty: list[bool]) -> None:
+        """A device that holds nothing keeps its plot's minimum height, the others share the
+        rest: at 1600x1000 ResNet-50's idle CPU took half the tab for a flat line."""
+        layout = self._layout.ci.layout
+        some = not all(empty)
+        for row, nothing in enumerate(empty):
+            axis = _AXIS_PIXELS if row == len(empty) - 1 else 0
+            short = nothing and some
+            layout.setRowMaximumHeight(row, _PLOT_PIXELS + axis if short else 1e6)
+            layout.setRowStretchFactor(row, 0 if short else 1)
+
+    def _draw_device(
+        self, item: _DevicePlot, curve: MemoryCurve | None, end: float, budget: int
+    ) -> int:
+        """Draw one device's curve, budget and title; return the bytes it held at its peak."""
         x, y = _steps(curve, end)
         peak = int(y.max(initial=0))
         run = self._measured
@@ -459,6 +475,7 @@ class MemoryView(FollowsTheme, QWidget):
             color=colors_for(self).foreground,
         )
         item.plot.layout.setRowFixedHeight(0, _TITLE_PIXELS)
+        return held
 
     def _draw_selected(self, item: _DevicePlot) -> None:
         """The selected tensor's bytes while it is resident on this device."""

@@ -143,3 +143,29 @@ def test_the_live_plot_keeps_its_layout_when_the_first_incumbent_comes(
         window.solver_panel.plot.grab()  # paint: the axis measures its ticks while painting
         QApplication.processEvents()
         assert item.getViewBox().geometry() == before
+
+
+def test_the_live_plot_runs_to_the_end_of_the_solve(
+    qtbot, monkeypatch, make_window, graph, handbuilt_result
+):
+    """CBC often reports its last improvement long before its time is up: the curves are
+    carried to the result's time, so the plot does not say the solve ended at the last report
+    (ResNet-50, 20 s: the plot stopped at 9 s of 22.6 s)."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(ProcessWorker, "start", lambda self, pool=None: None)
+    window = make_window(None)
+    window.document.open(graph)
+    window.controller.solve()
+    worker = window.controller.current_worker
+    panel = window.solver_panel
+    with qtbot.waitSignal(window.controller.progressed, timeout=2_000):
+        worker.signals.progress.emit(Progress(3.0, incumbent=14.0, bound=9.0))
+    result = replace(handbuilt_result, objective=12.0, bound=10.0, seconds=22.6)
+    with qtbot.waitSignal(window.controller.finished, timeout=2_000):
+        worker.signals.finished.emit(result)
+    x, y = panel.incumbent_curve.getData()
+    assert list(x) == [3.0, 22.6] and list(y) == [14.0, 12.0]
+    assert list(panel.bound_curve.getData()[1]) == [9.0, 10.0]
+    view = panel.plot.getPlotItem().getViewBox()
+    assert view.viewRange()[0][1] == pytest.approx(22.6 * 1.02)  # the whole solve, no more

@@ -217,3 +217,30 @@ def test_memory_budget_label_of_an_empty_plot_is_inside_it(graph, show):
     assert label.isVisible()
     # anchored at its right end, the label reads leftwards from there: inside the plot
     assert x0 + 0.5 * (x1 - x0) < label.pos().x() <= x1
+
+
+def test_memory_of_a_device_that_holds_nothing_keeps_a_short_plot(graph, show, qtbot):
+    """At 1600x1000 ResNet-50's idle CPU took half the tab for a flat line: a device that
+    holds nothing keeps its plot's minimum height and the busy one takes the rest."""
+    from app.document import Document
+    from app.views.memory import _PLOT_PIXELS
+    from solver.execution.simulate import simulate
+    from solver.optimize.baselines import checkpoint_all
+    from solver.optimize.incumbents import SolveResult
+    from solver.status import SolveStatus
+
+    big = graph.with_memory_limits({"gpu": 10**9})
+    schedule = checkpoint_all(big, "gpu")
+    timeline = simulate(big, schedule, strict=True)
+    document = Document()
+    document.set_graph(big)
+    document.set_result(SolveResult("gpu", SolveStatus.FEASIBLE, schedule, timeline, 1.0))
+    view = show(MemoryView(document), 900, 600)
+    view.flush()
+    view.grab()
+    idle, busy = view.plot("cpu"), view.plot("gpu")
+    assert idle.height() <= _PLOT_PIXELS + 1
+    assert busy.getViewBox().height() > 3 * idle.getViewBox().height()
+    document.set_result(None)  # nothing anywhere: the plots share the height again
+    view.flush()
+    qtbot.waitUntil(lambda: view.plot("cpu").height() > 3 * _PLOT_PIXELS, timeout=2_000)

@@ -164,8 +164,9 @@ def test_window_new_graph_clears_the_live_plot_and_log(qtbot, held_solve, graph,
         worker.signals.progress.emit(Progress(1.0, incumbent=12.0, log_line="Cbc0010I ..."))
     with qtbot.waitSignal(window.controller.finished, timeout=2_000):
         worker.signals.finished.emit(handbuilt_result)
-    assert panel.curve_points == 1 and "Cbc0010I" in panel.log.toPlainText()
-    assert panel.incumbent_curve.xData.size == 1
+    # the report and the result's end (the curves run to the end of the solve)
+    assert panel.curve_points == 2 and "Cbc0010I" in panel.log.toPlainText()
+    assert panel.incumbent_curve.xData.size == 2
 
     assert window.open_example("chain")
     assert panel.curve_points == 0 and panel.log.toPlainText() == ""

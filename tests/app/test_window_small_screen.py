@@ -66,3 +66,24 @@ def test_window_opening_another_graph_starts_afresh(small):
     assert (x1, y1) == pytest.approx((1.0, 1.0))
     assert small.graph_view.search.text() == ""
     assert gantt.find_next() is None
+
+
+def test_window_gives_the_live_plot_its_axis_title_when_notes_show(qtbot, small):
+    """Four lines of notes after a weak solve pushed the live plot's time-axis title out of
+    the solver dock at 1280x720: the window gives the panel the height its wrapped lines need."""
+    panel = small.solver_panel
+    dock = small.docks["solver"]
+    notes = [
+        "Stopped at its limit with a gap of 2.17 %: up to 2.17 % slower than the best "
+        "(none faster than 59.9 ms).",
+        "Model: XEngine's MIQP, 121,163 variables, 341,747 constraints.",
+        "A longer time limit would narrow the gap.",
+    ]
+    panel._show_notes(notes)
+    plot = panel.plot
+
+    def bottom() -> int:
+        return plot.mapTo(dock, plot.rect().bottomLeft()).y()
+
+    qtbot.waitUntil(lambda: bottom() <= dock.height(), timeout=3_000)
+    assert plot.height() >= plot.minimumHeight()
