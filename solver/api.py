@@ -176,10 +176,16 @@ class Plan:
             f"{t.recomputations} recomputations"
         ]
         for d in self.graph.devices:
-            lines.append(
+            line = (
                 f"  {d.name}: peak {format_size(t.peaks.get(d.name, 0))} of "
                 f"{format_size(d.activation_budget)} for activations"
             )
+            if d.saved_limit is not None:
+                held = t.saved_bytes.get(d.name, 0)
+                line += (
+                    f"; {format_size(held)} saved for the backward, of {format_size(d.saved_limit)}"
+                )
+            lines.append(line)
         return "\n".join(lines)
 
     def execute(self, device_map: Mapping[str, str] | None = None, seed: int = 0) -> Any:
@@ -195,12 +201,14 @@ class Plan:
 
     def single_device(self, device: str = "gpu", *, time_limit: float = 60.0) -> Plan:
         """The closest plan PyTorch can train by: the best schedule on ``device`` alone, with
-        its budget unchanged (Checkmate's model)."""
+        its budget and its saved-bytes limit unchanged (Checkmate's model)."""
+        limit = self.graph.device(device).saved_limit
         return self.model.solve(
             gpu=self.graph.device("gpu").memory_limit if device == "gpu" else None,
             cpu=self.graph.device("cpu").memory_limit if device == "cpu" else None,
             method=f"checkmate:{device}",
             time_limit=time_limit,
+            saved={device: limit} if limit is not None else None,
         )
 
     def policy_source(self, lean: bool = False) -> str:

@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solver  # noqa: E402
+from solver.document.units import format_size  # noqa: E402
 from solver.errors import XEngineError  # noqa: E402
 from solver.optimize.bounds import no_remat_peak  # noqa: E402
 
@@ -111,3 +112,24 @@ def test_import_solver_stays_light():
         timeout=60,
     )
     assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_a_saved_bytes_plan_says_what_it_saved_and_its_single_device_plan_keeps_the_limit():
+    """Plan.summary() left the saved bytes out, and single_device() solved without the limit
+    (a plan for a different question than the user asked)."""
+    torch.manual_seed(0)
+    layers = [m for _ in range(4) for m in (torch.nn.Linear(32, 32), torch.nn.Tanh())]
+    net = torch.nn.Sequential(*layers, torch.nn.Linear(32, 4))
+    model = solver.import_model(net, (torch.randn(16, 32),))
+    unlimited = model.solve(gpu=None, cpu=None, method="checkmate:gpu", time_limit=10)
+    kept = unlimited.timeline.saved_bytes["gpu"]
+    assert kept > 0
+    plan = model.solve(
+        gpu=None, cpu=None, method="checkmate:gpu", time_limit=10, saved={"gpu": kept // 2}
+    )
+    held = plan.timeline.saved_bytes["gpu"]
+    assert held <= kept // 2
+    assert f"saved for the backward, of {format_size(kept // 2)}" in plan.summary()
+    alone = plan.single_device("gpu", time_limit=10)
+    assert alone.graph.device("gpu").saved_limit == kept // 2
+    assert alone.timeline.saved_bytes["gpu"] <= kept // 2
