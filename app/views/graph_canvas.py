@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (
     QApplication,
@@ -100,11 +100,14 @@ class GraphCanvas(QGraphicsView):
         bounds = content_bounds(self.scene()).adjusted(-24, -24, 24, 24)
         if bounds.isEmpty():
             return
-        self.fitInView(bounds, Qt.AspectRatioMode.KeepAspectRatio)
-        if self.transform().m11() > MAX_FIT_SCALE:
-            self.resetTransform()
-            self.scale(MAX_FIT_SCALE, MAX_FIT_SCALE)
-            self.centerOn(bounds.center())
+        # one "moved" at the end: fitInView scrolls before it scales, and a big graph's view
+        # showed its 13,000 items at the old scale and hid them again at the new one
+        with QSignalBlocker(self):
+            self.fitInView(bounds, Qt.AspectRatioMode.KeepAspectRatio)
+            if self.transform().m11() > MAX_FIT_SCALE:
+                self.resetTransform()
+                self.scale(MAX_FIT_SCALE, MAX_FIT_SCALE)
+                self.centerOn(bounds.center())
         self.auto_fit = True
         self.moved.emit()
 

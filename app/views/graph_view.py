@@ -502,10 +502,14 @@ class GraphView(FollowsTheme, QWidget):
         # spares the scene their first repaint (``_update_detail_level`` shows them).
         shown = len(graph.nodes) <= OVERVIEW_FROM
         self._detail_shown = shown
+        places: dict[str, tuple[float, float]] = {}
         for node in graph.nodes:
             height = MIN_HEIGHT + (MAX_HEIGHT - MIN_HEIGHT) * math.sqrt(node.memory / biggest)
             item = NodeItem(node, height, colors, op_level)
-            item.setPos(self._pinned.get(node.id) or QPointF(*positions[node.id]))
+            pinned = self._pinned.get(node.id)
+            place = (pinned.x(), pinned.y()) if pinned is not None else positions[node.id]
+            places[node.id] = place
+            item.setPos(QPointF(*place))
             if self._residency is not None:
                 item.set_residency(devices, self._residency.get(node.id, {}))
             if self.is_block(node.id):
@@ -517,7 +521,8 @@ class GraphView(FollowsTheme, QWidget):
             self.scene.addItem(item)  # top-level: the scene's index finds the visible ones
             self.nodes[node.id] = item
         for edge in graph.edges:
-            item = EdgeItem(self.nodes[edge.source], self.nodes[edge.target], colors)
+            ends = (*places[edge.source], *places[edge.target])
+            item = EdgeItem(self.nodes[edge.source], self.nodes[edge.target], colors, ends)
             item.tip_source = functools.partial(item.describe, graph)
             item.setVisible(shown)
             self.scene.addItem(item)
