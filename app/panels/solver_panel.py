@@ -9,12 +9,13 @@ controller's ``started``/``progressed``/``finished``/``failed``/``running_change
 
 from __future__ import annotations
 
+import functools
 import html
 from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -90,6 +91,8 @@ class SolverPanel(FollowsTheme, QWidget):
         self._times: list[float] = []
         self._incumbents: list[float] = []
         self._bounds: list[float] = []
+        self._solve_count = 0
+        """Counts clears of the live plot, so a deferred end of the curves knows its solve."""
         self._build_items()
         document.graph_changed.connect(self._on_document_graph_changed)
         document.settings_changed.connect(self._on_document_settings_changed)
@@ -265,6 +268,7 @@ class SolverPanel(FollowsTheme, QWidget):
 
     def clear_progress(self) -> None:
         """Empty the live plot and the log (a new solve, or a different graph)."""
+        self._solve_count += 1  # a pending end of the curves belongs to the old ones
         self._times, self._incumbents, self._bounds = [], [], []
         self.incumbent_curve.setData([], [])
         self.bound_curve.setData([], [])
@@ -459,15 +463,17 @@ class SolverPanel(FollowsTheme, QWidget):
     def _on_controller_finished(self, result: SolveResult) -> None:
         if not self._raw_lines:
             self._append_log(list(result.log_tail[-3:]))
-        self._end_curves(result)
+        # in a turn of its own: the result's views are drawn in this one, and the plot's new
+        # time range regenerates its axes (a 58 ms turn at a 5,000-op solve's end)
+        QTimer.singleShot(0, functools.partial(self._end_curves, result, self._solve_count))
         self._show_result(result)
 
-    def _end_curves(self, result: SolveResult) -> None:
+    def _end_curves(self, result: SolveResult, solve: int) -> None:
         """Carry the curves to the end of the solve: a solver may report its last improvement
         long before its time is up, and a plot that stopped at 9 s of a 22.6 s solve said the
         solve had ended there."""
-        if not self._times or result.objective is None:
-            return
+        if solve != self._solve_count or not self._times or result.objective is None:
+            return  # another solve started (or the graph changed) since
         end = max(result.seconds, self._times[-1])
         self._times.append(end)
         self._incumbents.append(result.objective)

@@ -92,6 +92,8 @@ class MemoryView(FollowsTheme, QWidget):
         super().__init__(parent)
         self._document = document
         self._plots: dict[str, _DevicePlot] = {}
+        self._empty_rows: list[bool] | None = None
+        """Which device rows were last sized as holding nothing (``_size_rows``)."""
         self._link: pg.PlotItem | None = None
         self._source: Callable[[Document], Timeline | None] = _document_timeline
         self._build_items()
@@ -273,6 +275,7 @@ class MemoryView(FollowsTheme, QWidget):
             return
         self._layout.clear()
         self._plots = {}
+        self._empty_rows = None
         # + the layout's margins and row spacing: without them the axis title was cut
         self._layout.setMinimumHeight(_PLOT_PIXELS * max(len(devices), 1) + _AXIS_PIXELS + 16)
         colors = colors_for(self)
@@ -415,6 +418,9 @@ class MemoryView(FollowsTheme, QWidget):
     def _size_rows(self, empty: list[bool]) -> None:
         """A device that holds nothing keeps its plot's minimum height, the others share the
         rest: at 1600x1000 ResNet-50's idle CPU took half the tab for a flat line."""
+        if empty == self._empty_rows:
+            return  # the same rows: setting them again lays the plots out again (each result)
+        self._empty_rows = list(empty)
         layout = self._layout.ci.layout
         some = not all(empty)
         for row, nothing in enumerate(empty):

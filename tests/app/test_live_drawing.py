@@ -164,6 +164,7 @@ def test_the_live_plot_runs_to_the_end_of_the_solve(
     result = replace(handbuilt_result, objective=12.0, bound=10.0, seconds=22.6)
     with qtbot.waitSignal(window.controller.finished, timeout=2_000):
         worker.signals.finished.emit(result)
+    qtbot.waitUntil(lambda: panel.curve_points == 2, timeout=2_000)  # in a turn of its own
     x, y = panel.incumbent_curve.getData()
     assert list(x) == [3.0, 22.6] and list(y) == [14.0, 12.0]
     assert list(panel.bound_curve.getData()[1]) == [9.0, 10.0]

@@ -165,7 +165,8 @@ def test_window_new_graph_clears_the_live_plot_and_log(qtbot, held_solve, graph,
     with qtbot.waitSignal(window.controller.finished, timeout=2_000):
         worker.signals.finished.emit(handbuilt_result)
     # the report and the result's end (the curves run to the end of the solve)
-    assert panel.curve_points == 2 and "Cbc0010I" in panel.log.toPlainText()
+    qtbot.waitUntil(lambda: panel.curve_points == 2, timeout=2_000)
+    assert "Cbc0010I" in panel.log.toPlainText()
     assert panel.incumbent_curve.xData.size == 2
 
     assert window.open_example("chain")
