@@ -184,3 +184,23 @@ def test_recomputable_must_be_a_boolean() -> None:
         make_graph(
             "x", [Device("cpu", memory_limit=9)], [Node("r", 1, {"cpu": 1.0}, recomputable=0)]
         )  # type: ignore[arg-type]
+
+
+def test_a_saved_limit_below_the_random_nodes_is_explained() -> None:
+    # m (3 B, computed once) is read by the backward: 3 bytes are saved whatever else is
+    nodes = [
+        Node("m", 3, {"cpu": 1.0}, kind="forward", recomputable=False),
+        Node("f", 2, {"cpu": 1.0}, kind="forward"),
+        Node("loss", 1, {"cpu": 1.0}, kind="loss"),
+        Node("f.grad", 1, {"cpu": 1.0}, kind="backward"),
+    ]
+    edges = [Edge("m", "f"), Edge("f", "loss"), Edge("loss", "f.grad"), Edge("m", "f.grad")]
+    graph = make_graph("masked", [Device("cpu", memory_limit=100)], nodes, edges)
+    assert solve_xengine(graph.with_saved_limits({"cpu": 3}), EXACT).status is SolveStatus.OPTIMAL
+    result = solve_xengine(graph.with_saved_limits({"cpu": 2}), EXACT)
+    assert result.status is SolveStatus.INFEASIBLE
+    assert result.message == (
+        "no schedule can exist: 1 nodes computed once (random ops: m) are read in the backward "
+        "and hold 3 B (3 bytes) when it starts, more than the saved-bytes limits allow (2 "
+        "bytes); raise the limit to at least 3 bytes"
+    )
