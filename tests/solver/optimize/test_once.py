@@ -200,7 +200,7 @@ def test_a_saved_limit_below_the_random_nodes_is_explained() -> None:
     result = solve_xengine(graph.with_saved_limits({"cpu": 2}), EXACT)
     assert result.status is SolveStatus.INFEASIBLE
     assert result.message == (
-        "no schedule can exist: 1 nodes computed once (random ops: m) are read in the backward "
-        "and hold 3 B (3 bytes) when it starts, more than the saved-bytes limits allow (2 "
+        "no schedule can exist: 1 node computed once (random ops: m), read in the backward, "
+        "hold 3 B (3 bytes) when it starts, more than the saved-bytes limits allow (2 "
         "bytes); raise the limit to at least 3 bytes"
     )
