@@ -44,7 +44,7 @@ def explain_saved_floor(graph: Graph) -> str | None:
     names = ", ".join(graph.nodes[i].id for i in held[:3]) + (" ..." if len(held) > 3 else "")
     return (
         f"no schedule can exist: {len(held)} {'node' if len(held) == 1 else 'nodes'} computed "
-        f"once (random ops: {names}), read in the backward, hold {format_size(floor)} ({floor} bytes) when it starts, more "
-        f"than the saved-bytes limits allow ({allowed} bytes); raise the limit to at least "
-        f"{floor} bytes"
+        f"once (random ops: {names}), read in the backward, hold {format_size(floor)} "
+        f"({floor} bytes) when it starts, more than the saved-bytes limits allow ({allowed} "
+        f"bytes); raise the limit to at least {floor} bytes"
     )
