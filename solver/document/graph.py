@@ -84,7 +84,9 @@ class Node:
     A device missing from ``cost`` cannot run the node. ``workspace`` is the bytes the
     operator needs only while it runs (intermediates freed inside it): counted on its device
     during each run, never kept, copied or freed by the schedule (docs/spec-notes.md,
-    "Workspace memory").
+    "Workspace memory"). ``recomputable`` False: the node is computed once, in its own stage,
+    and never again (a random op, whose recomputation would draw other numbers; its output
+    may be kept or freed; docs/spec-notes.md, "Nodes computed once").
     """
 
     id: str
@@ -97,6 +99,7 @@ class Node:
     bytes_accessed: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     workspace: int = 0
+    recomputable: bool = True
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,16 @@ class Graph:
     def workspace(self) -> np.ndarray:
         """Workspace bytes ``W_i`` per node (int64): in use on its device only while it runs."""
         return np.array([node.workspace for node in self.nodes], dtype=np.int64)
+
+    @cached_property
+    def once(self) -> tuple[int, ...]:
+        """Indices of the nodes computed once, never recomputed (``Node.recomputable`` False).
+
+        >>> from solver.document.generators import unit_chain
+        >>> unit_chain(2).once
+        ()
+        """
+        return tuple(i for i, node in enumerate(self.nodes) if not node.recomputable)
 
     @cached_property
     def cost(self) -> np.ndarray:
@@ -589,6 +602,12 @@ def _check_nodes(nodes: Iterable[Node], device_names: set[str]) -> None:
         _check_size(node.memory, f"{where}, field 'memory'")
         _check_workspace(node.workspace, where)
         _check_size(node.workspace, f"{where}, field 'workspace'")
+        if not isinstance(node.recomputable, bool | np.bool_):
+            raise GraphFormatError(
+                f"{node.recomputable!r} is not true or false",
+                where=f"{where}, field 'recomputable'",
+                fix="write false for a node computed once (a random op), or leave it out",
+            )
         total += node.memory + node.workspace
         if node.kind not in NODE_KINDS:
             raise GraphFormatError(

@@ -38,6 +38,7 @@ _NODE_FIELDS = {
     "inputs",
     "flops",
     "bytes_accessed",
+    "recomputable",
 }
 _GRAPH_FIELDS = {"format", "version", "name", "devices", "links", "nodes", "edges", "meta"}
 
@@ -175,6 +176,7 @@ def _node(raw: Any, i: int, devices: list[Device]) -> tuple[Node, list[str], lis
             raise field_error(
                 f"inputs[{j}] is {type(source).__name__}", where, "inputs are node ids"
             )
+    recomputable = get_field(raw, "recomputable", where, bool, True)
     extra = {k: v for k, v in raw.items() if k not in _NODE_FIELDS}
     node = Node(
         id=node_id,
@@ -187,6 +189,7 @@ def _node(raw: Any, i: int, devices: list[Device]) -> tuple[Node, list[str], lis
         bytes_accessed=bytes_accessed,
         extra=extra,
         workspace=workspace,
+        recomputable=recomputable,
     )
     return node, inputs, []
 
@@ -264,6 +267,8 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
         if node.workspace:  # omitted when 0: files without workspaces save as before
             entry["workspace"] = node.workspace
         entry["cost"] = dict(node.cost)
+        if not node.recomputable:  # written only when false: other files save as before
+            entry["recomputable"] = False
         inputs = [graph.nodes[j].id for j in graph.inputs[i]]
         if inputs:
             entry["inputs"] = inputs

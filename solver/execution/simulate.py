@@ -507,6 +507,16 @@ class _Replay:
                     node=op.node,
                     device=op.device,
                 )
+            if k < t and not g.nodes[k].recomputable:
+                raise _violation(
+                    "once",
+                    f"recomputes {op.node} (node {k}), which is computed once, in its own stage "
+                    "(a random op: computed again it would draw other numbers); keep it from "
+                    f"stage {k} until its last use instead",
+                    stage=t,
+                    node=op.node,
+                    device=op.device,
+                )
             frontier += k == t
             previous = (k, d)
             positions.append(k)

@@ -124,18 +124,14 @@ def policy_source(
 
 def random_positions(plan: GroupPlan) -> set[int]:
     """Positions of random ops and of the ops making or scaling their tensors (dropout's
-    ``empty_like``, ``bernoulli_``, ``div_``): always saved. Checkpointing replays the generator
-    from the start of the region, so recomputing one random op after saving an earlier one
-    would draw the earlier op's numbers."""
-    import torch
+    ``empty_like``, ``bernoulli_``, ``div_``; :func:`~solver.importers.aten_groups.random_values`,
+    whose nodes the graph marks computed once): always saved. Checkpointing replays the
+    generator from the start of the region, so recomputing one random op after saving an
+    earlier one would draw the earlier op's numbers."""
+    from solver.importers.aten_groups import random_values
 
-    from solver.importers.aten_groups import bases
-
-    nodes = _forward_nodes(plan)
-    base = bases(list(plan.capture.gm.graph.nodes))
-    seeded = torch.Tag.nondeterministic_seeded
-    random_bases = {base[n.name] for n in nodes if seeded in getattr(n.target, "tags", ())}
-    return {i for i, n in enumerate(nodes) if base[n.name] in random_bases}
+    random = random_values(list(plan.capture.gm.graph.nodes))
+    return {i for i, n in enumerate(_forward_nodes(plan)) if n.name in random}
 
 
 def unread_free_positions(plan: GroupPlan) -> set[int]:

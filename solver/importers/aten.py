@@ -25,7 +25,14 @@ from typing import Any
 
 from solver.document.graph import Edge, Graph, Node, make_graph
 from solver.importers.aten_capture import InputSpec, JointCapture, capture_joint
-from solver.importers.aten_groups import GroupPlan, is_view, op_bytes, op_flops, plan_groups
+from solver.importers.aten_groups import (
+    GroupPlan,
+    is_view,
+    op_bytes,
+    op_flops,
+    plan_groups,
+    random_groups,
+)
 from solver.importers.costmodel import RooflineCostModel
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
 from solver.importers.torch_fx import load_factory, model_label
@@ -114,6 +121,7 @@ def graph_from_plan(
     capture = plan.capture
     ops = {n.name: n for n in capture.gm.graph.nodes}
     nodes, edges = [], []
+    once = random_groups(plan)  # random ops: the checkpoint policy always saves them
     for group in plan.groups:
         cost = {}
         for device, spec in platform.devices:
@@ -142,6 +150,7 @@ def graph_from_plan(
                 bytes_accessed=float(group.bytes_accessed),
                 extra=extra,
                 workspace=int(group.workspace),  # intermediates, in use only while it runs
+                recomputable=group.id not in once,
             )
         )
         sources = dict.fromkeys(plan.owner[v] for v in group.reads)

@@ -48,6 +48,8 @@ __all__ = [
     "op_bytes",
     "last_uses",
     "bases",
+    "random_values",
+    "random_groups",
     "META_ONLY",
     "tensor_inputs",
 ]
@@ -297,6 +299,42 @@ def bases(nodes: list) -> dict[str, str]:
         else:
             base[n.name] = n.name
     return base
+
+
+def random_values(nodes: list) -> set[str]:
+    """Forward values that are random or live in a random op's storage: the outputs of ops
+    tagged ``torch.Tag.nondeterministic_seeded`` (dropout's ``bernoulli_``) and of every op on
+    the same storage (dropout's ``empty_like`` making it, ``div_`` scaling it).
+
+    Recomputed, they would draw other numbers: PyTorch's checkpointing replays the generator
+    from the start of the region, so the selective-checkpointing policy always saves them
+    (:func:`solver.executors.sac_policy.random_positions`), and the graph marks their nodes
+    computed once (docs/spec-notes.md, "Nodes computed once")."""
+    import torch
+
+    seeded = torch.Tag.nondeterministic_seeded
+    base = bases(nodes)
+    forward = [
+        n
+        for n in nodes
+        if n.op == "call_function"
+        and n.target is not operator.getitem
+        and node_tag(n).get("phase") == "forward"
+    ]
+    random_bases = {base[n.name] for n in forward if seeded in getattr(n.target, "tags", ())}
+    return {n.name for n in forward if base[n.name] in random_bases}
+
+
+def random_groups(plan: GroupPlan) -> set[str]:
+    """Ids of the groups owning a random value (:func:`random_values`) or its storage."""
+    nodes = list(plan.capture.gm.graph.nodes)
+    base = bases(nodes)
+    found = set()
+    for name in random_values(nodes):
+        for value in (name, base[name]):
+            if value in plan.owner:
+                found.add(plan.owner[value])
+    return found
 
 
 def _module(node) -> str:

@@ -44,9 +44,12 @@ def schedule_with_checkpoints(
     In stage ``t`` the frontier node and, recursively, every input that is not resident are
     computed (ascending order); a tensor with no later user is never kept. ``device`` is one
     device for all nodes, or a placement (a device name per node): a tensor then lives on its
-    node's device and is copied to consumers placed elsewhere.
+    node's device and is copied to consumers placed elsewhere. A node computed once
+    (``Node.recomputable`` False) is kept until its last use whatever ``keep`` says: it
+    cannot be recomputed.
     """
     placement = [device] * graph.n if isinstance(device, str) else list(device)
+    once = set(graph.once)
     resident: set[int] = set()
     remade: set[int] = set()  # resident tensors that were recomputed at some point
     stages = []
@@ -55,7 +58,7 @@ def schedule_with_checkpoints(
         computed = _closure(graph, t, resident)
         remade = (remade & resident) | (computed - {t})
         available = resident | computed
-        kept = {i for i in available if last_use[i] > t and keep(i, t, i in remade)}
+        kept = {i for i in available if last_use[i] > t and (i in once or keep(i, t, i in remade))}
         ops = tuple(_operation(graph, k, placement) for k in sorted(computed))
         keep_by_device: dict[str, set[str]] = {}
         for i in kept:

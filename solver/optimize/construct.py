@@ -14,7 +14,9 @@ needed) and repairs: while some stage overflows a device, it *drops* a tensor th
 holds without reading it, from the last stage that read it to the next one, which recomputes
 it. Each drop is chosen against the whole schedule as it stands (the tensors resident when
 the recomputation runs are known, not guessed): the one that removes the most overflow per
-millisecond of recomputation, among those that do not make the total overflow worse.
+millisecond of recomputation, among those that do not make the total overflow worse. A node
+computed once (``Node.recomputable`` False) is never dropped, and a drop whose recomputation
+would reach one is refused (docs/spec-notes.md, "Nodes computed once").
 
 :func:`construct_best` runs it over a few placements (every node on one device that can run
 them all, and each node on its cheapest device that can hold it with its inputs, which spills
@@ -239,6 +241,8 @@ class _Repair:
             for k in range(n)
         ]
         self.plain_ms = float(sum(self.cost))
+        self.once = np.zeros(n, dtype=bool)  # computed once: held, never dropped or remade
+        self.once[list(g.once)] = True
         last_use = [max(users, default=-1) for users in g.users]
         self.keep = np.zeros((n + 1, n), dtype=bool)
         for i in range(n):
@@ -344,7 +348,7 @@ class _Repair:
         spans: list[tuple[int, int, int, int, int | None]] = []
         entering = np.flatnonzero(self.keep[s] & np.isin(self.place_arr, devices))
         for u in entering.tolist():
-            if u in read_here:
+            if u in read_here or self.once[u]:
                 continue
             reads = self.reads[u]
             j = bisect.bisect_left(reads, s)
@@ -356,6 +360,8 @@ class _Repair:
             spans.append((self.size[u] * (b - low), u, low, b, s))
         newly = np.flatnonzero(self.keep[s + 1] & ~self.keep[s] & np.isin(self.place_arr, devices))
         for u in newly.tolist():  # made here and kept: keep it no longer
+            if self.once[u]:
+                continue
             reads = self.reads[u]
             j = bisect.bisect_right(reads, s)
             if j < len(reads):
@@ -568,6 +574,8 @@ class _Repair:
                 new[t] = (ops, self._stage_peak(t, ops))
         finally:
             self._undo(undo)
+        if self.once.any() and any(self._remakes_once(t, ops) for t, (ops, _) in new.items()):
+            return -1, math.inf, (move, new, np.zeros(0, dtype=np.int64), self.peak[:0])
         # elsewhere the tensor is resident all through and unread: its bytes come or go
         mask = np.zeros(self.n + 1, dtype=bool)
         for flip, _, _ in undo:
@@ -587,6 +595,11 @@ class _Repair:
             relief += int(self.over[t] - self._overflow(peak))
             extra += sum(self.cost[k] for k in ops) - sum(self.cost[k] for k in self.ops[t])
         return relief, extra, (move, new, rows, shifted)
+
+    def _remakes_once(self, t: int, ops: list[int]) -> bool:
+        """Whether stage ``t`` would compute again a node computed once (a move whose cascade
+        reaches one is refused: hold its inputs instead, another move)."""
+        return any(self.once[k] and k != t for k in ops)
 
     def _apply(self, change) -> None:
         move, new, rows, shifted = change

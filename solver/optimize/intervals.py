@@ -127,7 +127,8 @@ class IntervalModel:
     @property
     def restriction(self) -> str:
         """The restriction an optimum of this model is optimal under, in words."""
-        runs = int(self.runs[self.runs > 0].min()) if np.any(self.runs > 0) else 0
+        free = np.delete(self.runs, list(self.graph.once), axis=1)  # computed once: C = 1
+        runs = int(free[free > 0].min()) if np.any(free > 0) else 0
         return f"each node computed at most {runs} times per device"
 
     def time(self, stage: int, node: int) -> int:
@@ -166,6 +167,7 @@ def build_interval_model(
         for v in range(n):
             if able[d][v]:
                 counts[d, v] = max(runs, len(hinted.get((v, d), ())))
+    counts[:, list(g.once)] = np.minimum(counts[:, list(g.once)], 1)  # C = 1: computed once
     model = cp_model.CpModel()
     im = IntervalModel(g, model, counts)
     units, sizes, works, caps = _memory_units(g)
@@ -234,6 +236,8 @@ def build_interval_model(
                 chosen.append(here)
             model.add_exactly_one(chosen)
 
+    _add_once_constraints(im)
+
     # Inputs: each present instance is served by a resident instance of every input.
     for e, (u, v) in enumerate(g.edge_pairs):
         for d in range(num_d):
@@ -289,6 +293,19 @@ def build_interval_model(
     im.num_variables = len(proto.variables)
     im.num_constraints = len(proto.constraints)
     return im
+
+
+def _add_once_constraints(im: IntervalModel) -> None:
+    """A node computed once (``Node.recomputable`` False) has one instance per device
+    (``C = 1``), and only the frontier's is present: it is never computed again, on any
+    device (docs/spec-notes.md, "Nodes computed once")."""
+    for v in im.graph.once:
+        present = [
+            im.instances[v, d, 0].present
+            for d in range(im.graph.num_devices)
+            if (v, d, 0) in im.instances
+        ]
+        im.model.add_exactly_one(present)
 
 
 class BuildStopped(XEngineError):

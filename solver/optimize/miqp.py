@@ -63,6 +63,7 @@ __all__ = [
     "affordable",
     "capped_cost",
     "add_saved_constraints",
+    "add_once_constraints",
 ]
 
 COST_CEILING = 1e12
@@ -391,6 +392,7 @@ def build_array_model(
     add_freeing_constraints(model, builder)
     add_memory_constraints(model, builder)
     add_saved_constraints(model, builder)
+    add_once_constraints(model, builder)
     model.program = builder.program()
     from solver.optimize.formulation import PAPER  # the formulation imports this module
 
@@ -613,6 +615,23 @@ def add_saved_constraints(model: ArrayModel, b: ModelBuilder) -> None:
             -INF,
             device.saved_limit // divisor + 0.5,
         )
+
+
+def add_once_constraints(model: ArrayModel, b: ModelBuilder) -> None:
+    """``sum_{d, t > i} R[d,t,i] = 0`` for each node ``i`` computed once
+    (``Node.recomputable`` False, :attr:`Graph.once`): it runs in its own stage only (the
+    frontier row) and is then kept or freed, never computed again (docs/spec-notes.md,
+    "Nodes computed once"). One row per such node; none for a graph without them."""
+    g = model.graph
+    for i in g.once:
+        cols = [
+            model.R[d, t, i]
+            for d in range(g.num_devices)
+            for t in range(i + 1, g.n)
+            if (d, t, i) in model.R
+        ]
+        if cols:
+            b.row(cols, [1.0] * len(cols), -INF, 0.0)
 
 
 def cheapest_once(model: ArrayModel) -> float:

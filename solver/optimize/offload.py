@@ -50,6 +50,7 @@ from solver.optimize.miqp import (
     add_frontier_constraints,
     add_input_constraints,
     add_memory_constraints,
+    add_once_constraints,
     add_saved_constraints,
     affordable,
     capped_cost,
@@ -123,6 +124,7 @@ def build_offload_model(
     add_freeing_constraints(model, b)
     add_memory_constraints(model, b)
     add_saved_constraints(model, b)
+    add_once_constraints(model, b)
     _add_offload_constraints(model, b)
     model.program = b.program()
     from solver.optimize.formulation import OFFLOADING  # the formulation imports this module

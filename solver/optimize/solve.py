@@ -39,6 +39,7 @@ from solver.optimize.miqp import (
     estimate_size,
 )
 from solver.optimize.offload import OFFLOAD_METHOD
+from solver.optimize.once import explain_saved_floor
 from solver.optimize.relaxation import relaxation_bound
 from solver.status import Progress, SolveStatus
 
@@ -308,7 +309,7 @@ def start_solve(
     Returns the finished :class:`SolveResult` when the budgets are infeasible (model.md §4's
     explanation), else the :class:`SolveStart`.
     """
-    reason = explain_infeasible(graph)
+    reason = explain_infeasible(graph) or explain_saved_floor(graph)
     if reason:
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
     started = time.monotonic()

@@ -144,6 +144,7 @@ def build_model(graph: Graph, offload: bool = False) -> Model:
     add_input_constraints(model)
     add_freeing_constraints(model)
     add_memory_constraints(model)
+    add_once_constraints(model)
     if offload:
         add_offload_constraints(model)
     set_objective(model)
@@ -279,6 +280,16 @@ def add_memory_constraints(model: Model) -> None:
                 running.extend(
                     -int(size[g.edge_pairs[e][0]]) * model.F[d, t, e] for e in incoming[k]
                 )
+
+
+def add_once_constraints(model: Model) -> None:
+    """``R[d,t,i] = 0`` for ``t > i`` where node ``i`` is computed once
+    (``Node.recomputable`` False; docs/spec-notes.md, "Nodes computed once")."""
+    g = model.graph
+    for i in g.once:
+        for (d, t, j), r in model.R.items():
+            if j == i and t > i:
+                model.prob += r == 0, f"once_{d}_{t}_{i}"
 
 
 def add_offload_variables(model: Model) -> None:

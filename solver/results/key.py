@@ -140,6 +140,8 @@ def _graph_content(graph: Graph) -> dict[str, Any]:
             node.of,
             # a workspace changes the answer; absent when 0, so older keys stay valid
             *([int(node.workspace)] if node.workspace else []),
+            # so does a node computed once; absent when recomputable, as before
+            *(["once"] if not node.recomputable else []),
         ]
         for node in graph.nodes
     ]

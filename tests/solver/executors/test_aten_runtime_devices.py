@@ -25,6 +25,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_aten_runtime import random_recomputable  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
@@ -47,7 +48,7 @@ SMALL = {"attention": (2, 32, 256), "lstm": (2, 8, 32), "encoder": (2, 16, 64)}
 @functools.cache
 def scheduled(name: str, method: str, gpu: float):
     plan = plan_groups(capture_model(COMPOSITE[name][0], SMALL[name], name=name), "layer")
-    graph = graph_from_plan(plan, make_platform())
+    graph = random_recomputable(graph_from_plan(plan, make_platform()))
     fixed = graph.device("gpu").fixed_memory
     graph = graph.with_memory_limits({"gpu": fixed + int(gpu * no_remat_peak(graph))})
     result = solve(graph, method, SolveOptions(time_limit_s=20))
@@ -237,7 +238,7 @@ def with_dropout(name: str):
         plan, graph, result = scheduled(name, "greedy", 0.6)
         return plan, graph, result.schedule
     plan = plan_groups(capture_model(COMPOSITE[name][0], SMALL[name], name=name), "layer")
-    graph = graph_from_plan(plan, make_platform())
+    graph = random_recomputable(graph_from_plan(plan, make_platform()))
     placement = [
         "gpu" if n.id.startswith(("enc.layers.1.", "enc.layers.3.")) else "cpu" for n in graph.nodes
     ]
