@@ -56,9 +56,10 @@ def conflict_pairs(model: ArrayModel, limit: int = MAX_CONFLICT_CUTS) -> list[tu
     --------
     >>> from solver.document.generators import unit_chain
     >>> from solver.optimize.miqp import build_array_model
-    >>> model = build_array_model(unit_chain(4, budget=4))
-    >>> len(conflict_pairs(model)) > 0
-    True
+    >>> len(conflict_pairs(build_array_model(unit_chain(4, budget=3))))  # backward ops need 3 B
+    26
+    >>> conflict_pairs(build_array_model(unit_chain(4, budget=4)))  # 1 B to spare: no pair
+    []
     """
     g = model.graph
     sizes = np.array([int(m) for m in g.output_bytes], dtype=np.int64)
