@@ -43,6 +43,7 @@ import numpy as np
 from solver.document.graph import Graph
 from solver.errors import XEngineError
 from solver.optimize.backends.lp import LinearProgram
+from solver.optimize.cuts import add_conflict_cuts
 
 __all__ = [
     "MemoryUnits",
@@ -393,6 +394,7 @@ def build_array_model(
     add_memory_constraints(model, builder)
     add_saved_constraints(model, builder)
     add_once_constraints(model, builder)
+    add_conflict_cuts(model, builder)  # valid inequalities only: solver/optimize/cuts.py
     model.program = builder.program()
     from solver.optimize.formulation import PAPER  # the formulation imports this module
 
