@@ -407,6 +407,10 @@ class GraphView(FollowsTheme, QWidget):
         self._rebuild(fit=another_graph and not self._pinned or self.canvas.auto_fit)
 
     def _rebuild(self, fit: bool) -> None:
+        # an item's tooltip source is its own bound method: a cycle, which reference counting
+        # cannot free and the collector, kept off the items (app.collector), never sees
+        for item in (*self.nodes.values(), *self.edges.values()):
+            item.tip_source = None
         self.scene.clear()
         self.nodes, self.edges = {}, {}
         self._overview = OverviewItem()
