@@ -111,6 +111,15 @@ def main() -> int:
         help="what our MILP minimizes: the imported graph's estimated time, or FLOPs "
         "(the recompute this bench measures; pointwise ops almost free)",
     )
+    parser.add_argument(
+        "--apply",
+        choices=("executor", "sac"),
+        default="executor",
+        help="how our schedule runs: by the schedule executor (each op of the captured step "
+        "in the schedule's order, freed where the schedule frees: what the schedule itself "
+        "saves) or by PyTorch's selective checkpointing with the exported policy (what a "
+        "user's own training loop runs; SAC keeps every op it does not recompute)",
+    )
     parser.add_argument("--markdown", action="store_true", help="print bench/README.md's table")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
@@ -140,7 +149,8 @@ def compare(name: str, args: argparse.Namespace) -> dict[str, Any]:
     theirs = [_torch_point(model, xs, fixed, b, args) for b in args.budgets]
     for p in theirs:
         print(
-            f"  torch {p.budget:.1f}: saves {_mib(p.saved)}, +{_gf(p, eager)} GFLOP, {p.ms:.1f} ms",
+            f"  torch {p.budget:.1f}: saves {_mib(p.saved)} ({p.saved} B), "
+            f"+{_gf(p, eager)} GFLOP ({p.flops - eager.flops} FLOP), {p.ms:.1f} ms",
             flush=True,
         )
     ours, failed = _our_points(name, model, xs, fixed, args, eager, theirs)
@@ -245,24 +255,15 @@ def _our_points(name, model, xs, fixed, args, eager, theirs) -> tuple[list[Point
             plan = imported.solve(
                 gpu=None, method="checkmate:cpu", time_limit=args.time_limit, **limits
             )
-            context = plan.context_fn(lean=True)
         except XEngineError as exc:
             failed.append(f"{budget:.1f}: {str(exc)[:120]}")
             print(f"  ours {budget:.1f}: {str(exc)[:150]}", flush=True)
             continue
-        caches: list[Any] = []
-
-        def recording(context=context, caches=caches):
-            pair = context()
-            caches.append(pair[0])
-            return pair
-
-        def step(*inputs, recording=recording):
-            return checkpoint(model, *inputs, use_reentrant=False, context_fn=recording)
-
         try:
-            saved = _saved_by_cache(step, xs, fixed, caches)
-            point = Point("ours", budget, saved, *_flops_and_ms(step, xs, args))
+            if args.apply == "executor":
+                point = _executed_point(plan, model, xs, budget, args)
+            else:
+                point = _sac_point(plan, model, xs, fixed, budget, args)
         except RuntimeError as exc:  # the policy met other ops than the capture recorded
             failed.append(f"{budget:.1f}: {str(exc)[:160]}")
             print(f"  ours {budget:.1f}: {str(exc)[:160]}", flush=True)
@@ -270,12 +271,64 @@ def _our_points(name, model, xs, fixed, args, eager, theirs) -> tuple[list[Point
         points.append(point)
         modelled = plan.timeline.saved_bytes.get("cpu", 0)
         print(
-            f"  ours {budget:.1f}: saves {_mib(point.saved)} (model: {_mib(modelled)}), "
-            f"+{_gf(point, eager)} GFLOP, {point.ms:.1f} ms ({plan.result.status.value}, "
+            f"  ours {budget:.1f}: saves {_mib(point.saved)} ({point.saved} B; model: "
+            f"{modelled} B), +{_gf(point, eager)} GFLOP ({point.flops - eager.flops} FLOP), "
+            f"{point.ms:.1f} ms ({plan.result.status.value}, "
             f"{plan.timeline.recomputations} recomputations)",
             flush=True,
         )
     return points, failed
+
+
+def _sac_point(plan, model, xs, fixed: set[int], budget: float, args) -> Point:
+    """``--apply sac``: the plan's policy under ``torch.utils.checkpoint``; saved is what
+    the checkpoint's cache holds when the forward ends."""
+    context = plan.context_fn(lean=True)
+    caches: list[Any] = []
+
+    def recording():
+        pair = context()
+        caches.append(pair[0])
+        return pair
+
+    def step(*inputs):
+        return checkpoint(model, *inputs, use_reentrant=False, context_fn=recording)
+
+    saved = _saved_by_cache(step, xs, fixed, caches)
+    return Point("ours", budget, saved, *_flops_and_ms(step, xs, args))
+
+
+def _executed_point(plan, model, xs, budget: float, args) -> Point:
+    """``--apply executor``: the step run by the schedule executor, every op of the captured
+    step on real tensors in the schedule's order; saved is what it holds when the backward
+    starts (measured: the distinct storages, as the hooks count torch's), recompute and time
+    as for torch (the time includes the executor's Python walk, op by op). The gradients are
+    checked against a plain ``loss.backward()``."""
+    from solver.executors import harness
+    from solver.executors.aten_runtime import run_schedule
+
+    graph = plan.graph
+    mapping = {d.name: torch.device("cpu") for d in graph.devices}
+    reference = harness.reference_gradients(torch, model, xs, 0)
+
+    def run():
+        return run_schedule(
+            torch, plan.model.plan, plan.schedule, plan.timeline, mapping, model, xs, graph=graph
+        )[0]
+
+    with FlopCounterMode(display=False) as counter:
+        runtime = run()
+    match, error = harness.compare_gradients(torch, runtime.gradients(), reference)
+    if not match:
+        raise RuntimeError(f"the executed step's gradients differ (max abs {error:.3g})")
+    saved = runtime.boundary_bytes.get("cpu", 0)
+    runtime.close()
+    samples = []
+    for _ in range(max(args.repeats, 1)):
+        start = time.thread_time_ns()
+        run().close()
+        samples.append((time.thread_time_ns() - start) / 1e6)
+    return Point("ours", budget, saved, int(counter.get_total_flops()), statistics.median(samples))
 
 
 def _flop_costs(graph):

@@ -328,3 +328,10 @@ def _print_report(report: StepReport) -> None:
             f"{device} -> {report.device_map[device]}: peak measured {format_size(peak)}, "
             f"predicted {format_size(predicted)}, budget {format_size(budget)}"
         )
+    for device, saved in report.measured_saved.items():
+        expected = report.predicted_saved.get(device)
+        if expected is not None and (saved or expected):
+            print(
+                f"{device}: saved for the backward measured {format_size(saved)}, "
+                f"predicted {format_size(expected)}"
+            )

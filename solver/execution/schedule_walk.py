@@ -48,6 +48,10 @@ class StepRuntime(Protocol):
         """Copy node ``gid``'s tensors from ``source`` to ``target`` and keep them there."""
         ...
 
+    def mark_saved(self) -> None:
+        """Record what every device holds now: the backward is about to start."""
+        ...
+
 
 def walk_schedule(
     runtime: StepRuntime,
@@ -55,15 +59,21 @@ def walk_schedule(
     timeline: Any,
     position: Mapping[str, int],
     devices: Sequence[str],
+    boundary: int | None = None,
 ) -> list[StepRow]:
     """Every operation of ``schedule`` in order on ``runtime``, releasing where ``timeline``
     (its replay) frees; one row ``(stage, node, device, ms, recompute)`` each.
 
     ``position`` maps node ids to the schedule order and ``devices`` lists the graph's devices
     in order (:func:`order_of`): they order the offloading copies as the simulator does.
+    ``boundary`` is the graph's forward/backward boundary stage: before its first operation
+    the runtime records what it holds (:meth:`StepRuntime.mark_saved`), where the simulator
+    counts ``Timeline.saved_bytes``.
     """
     op_ms: list[StepRow] = []
     for (t, op), event in zip(schedule.operations, timeline.ops, strict=True):
+        if t == boundary and schedule.stages[t].ops[0] is op:
+            runtime.mark_saved()
         runtime.freed_after = frozenset(event.freed)  # a hint: what dies after this op
         ms = runtime.run_group(op.node, op.device, op.inputs)
         op_ms.append((t, op.node, op.device, ms, event.recompute))

@@ -104,7 +104,8 @@ def run_schedule(
     graph: Graph | None = None,
 ) -> tuple[AtenRuntime, list[StepRow]]:
     """The step itself: every operation of ``schedule`` in order, releasing where ``timeline``
-    (its replay) frees; the runtime (tensors held, peaks, copies) and the per-operation rows.
+    (its replay) frees; the runtime (tensors held, peaks, copies, and with ``graph`` the bytes
+    saved for the backward) and the per-operation rows.
 
     Separate from :func:`execute_schedule` so that the device handling can be tested without
     a GPU: under ``FakeTensorMode`` with ``gpu`` mapped to ``cuda:0``, fake CUDA tensors check
@@ -112,10 +113,10 @@ def run_schedule(
     """
     runtime = AtenRuntime(torch, plan, mapping, model, xs)
     if graph is not None:
-        order = order_of(graph)
+        order, boundary = order_of(graph), graph.boundary
     else:
-        order = {g.id: j for j, g in enumerate(plan.groups)}, list(mapping)
-    return runtime, run_step(torch, runtime, schedule, timeline, mapping, order, seed)
+        order, boundary = ({g.id: j for j, g in enumerate(plan.groups)}, list(mapping)), None
+    return runtime, run_step(torch, runtime, schedule, timeline, mapping, order, seed, boundary)
 
 
 def reference_gradients(

@@ -200,7 +200,8 @@ def run_fx_schedule(
     """
     check_backward_devices(graph, schedule, mapping)
     runtime = _fresh_runtime(torch, plan, mapping, model, [x], graph, schedule)
-    return runtime, run_step(torch, runtime, schedule, timeline, mapping, order_of(graph), seed)
+    order, boundary = order_of(graph), graph.boundary
+    return runtime, run_step(torch, runtime, schedule, timeline, mapping, order, seed, boundary)
 
 
 def check_backward_devices(graph: Graph, schedule: Schedule, mapping: Mapping[str, Any]) -> None:

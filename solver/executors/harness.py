@@ -74,6 +74,9 @@ class StepReport:
     op_ms: tuple[StepRow, ...] = ()
     copy_ms: float = 0.0
     cuda_peak: dict[str, int] = field(default_factory=dict)
+    measured_saved: dict[str, int] = field(default_factory=dict)
+    """Per device, the bytes held when the backward starts (empty for a graph without one)."""
+    predicted_saved: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of_step(
@@ -100,6 +103,8 @@ class StepReport:
             op_ms=tuple(op_ms),
             copy_ms=runtime.copy_ms,
             cuda_peak=cuda_peak or {},
+            measured_saved=dict(runtime.boundary_bytes),
+            predicted_saved=dict(timeline.saved_bytes),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -109,11 +114,13 @@ class StepReport:
                 "total_ms": round(self.measured_ms, 3),
                 "copy_ms": round(self.copy_ms, 3),
                 "peak_bytes": dict(self.measured_peak),
+                **({"saved_bytes": dict(self.measured_saved)} if self.measured_saved else {}),
                 **({"cuda_max_allocated": dict(self.cuda_peak)} if self.cuda_peak else {}),
             },
             "predicted": {
                 "total_ms": round(self.predicted_ms, 3),
                 "peak_bytes": dict(self.predicted_peak),
+                **({"saved_bytes": dict(self.predicted_saved)} if self.predicted_saved else {}),
             },
             "budget_bytes": dict(self.budgets),
             "gradients_match": self.gradients_match,
@@ -141,6 +148,7 @@ class HeldTensors:
         self.copy_ms = 0.0
         self.fixed: set[int] = set()
         self.freed_after: frozenset[tuple[str, str]] = frozenset()
+        self.boundary_bytes: dict[str, int] = {}
 
     def run_group(self, gid: str, device: str, sources: Mapping[str, str]) -> float:
         """Run node ``gid`` on schedule device ``device``; return its milliseconds."""
@@ -153,6 +161,14 @@ class HeldTensors:
     def gradients(self) -> dict[str, Any]:
         """Parameter gradients by parameter name, on the CPU."""
         raise NotImplementedError
+
+    def mark_saved(self) -> None:
+        """``boundary_bytes[device]``: the bytes of the distinct storages each device holds
+        now, the fixed memory left out (the walk calls it when the backward starts)."""
+        self.boundary_bytes = {
+            device: self.held_bytes(t for value in held.values() for t in value.values())
+            for device, held in self.store.items()
+        }
 
     def release(self, device: str, gid: str) -> None:
         """Free node ``gid``'s tensors on ``device`` (a ``freed`` entry of the timeline)."""
@@ -245,7 +261,9 @@ def execute_step(
     with one_thread(torch, mapping):  # the same kernels as the step: the same rounding
         reference = reference_gradients(torch, model, inputs, seed)
     runtime = kind.runtime(torch, mapping, model, inputs, sized, schedule)
-    op_ms = run_step(torch, runtime, schedule, timeline, mapping, order_of(sized), seed)
+    op_ms = run_step(
+        torch, runtime, schedule, timeline, mapping, order_of(sized), seed, sized.boundary
+    )
     compared = compare_gradients(torch, runtime.gradients(), reference)
     cuda_peak = runtime.cuda_peaks()
     runtime.close()
@@ -260,14 +278,16 @@ def run_step(
     mapping: Mapping[str, Any],
     order: tuple[Mapping[str, int], Sequence[str]],
     seed: int = 0,
+    boundary: int | None = None,
 ) -> list[StepRow]:
     """The step itself on ``runtime``: every operation in order, releasing where ``timeline``
     frees (``order``: node positions and device names, :func:`order_of`), one torch thread on
-    the CPU and no TF32 on a GPU; the random generators seeded as the reference's backward."""
+    the CPU and no TF32 on a GPU; the random generators seeded as the reference's backward.
+    ``boundary``: the graph's boundary stage, where the runtime records ``boundary_bytes``."""
     runtime.reset_cuda_peaks()
     torch.manual_seed(seed + 1)
     with one_thread(torch, mapping), full_float32(torch, mapping):
-        return walk_schedule(runtime, schedule, timeline, *order)
+        return walk_schedule(runtime, schedule, timeline, *order, boundary)
 
 
 def reference_gradients(torch: Any, model: Any, inputs: Sequence[Any], seed: int) -> dict[str, Any]:
