@@ -236,8 +236,8 @@ def _saved_by_hooks(fn, xs, fixed: set[int]) -> int:
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn(*xs)
-    loss_of(out).backward()
+        loss = loss_of(fn(*xs))  # the loss's own saved tensors too: our graph holds them
+    loss.backward()
     return sum(seen.values())
 
 
@@ -373,7 +373,15 @@ def _saved_by_cache(step, xs, fixed: set[int], caches: list) -> int:
             for t in _tensors(getattr(wrapped, "val", wrapped)):
                 if _sid(t) not in fixed:
                     seen[_sid(t)] = t.untyped_storage().nbytes()
-    loss_of(out).backward()
+
+    def pack(t):  # what the loss saves (the model's output), as for torch
+        if _sid(t) not in fixed:
+            seen[_sid(t)] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = loss_of(out)
+    loss.backward()
     return sum(seen.values())
 
 
