@@ -41,6 +41,7 @@ from solver.optimize.miqp import (
 from solver.optimize.offload import OFFLOAD_METHOD
 from solver.optimize.once import explain_saved_floor
 from solver.optimize.relaxation import relaxation_bound
+from solver.optimize.saved_start import saved_limit_start
 from solver.status import Progress, SolveStatus
 
 __all__ = [
@@ -325,6 +326,13 @@ def start_solve(
             best.note(
                 f"{_source_name(kept_all[0])}: {kept_all[1].total_ms:.6g} ms "
                 "(every tensor kept on one device, no recomputation)"
+            )
+        # Under a saved-bytes limit no start below looks at the boundary: this one does.
+        held = saved_limit_start(graph)
+        if held is not None and best.offer(*held, source="the saved-limit start"):
+            best.note(
+                f"saved-limit start: {held[1].total_ms:.6g} ms (a knapsack of tensors held "
+                "across the boundary, the rest recomputed in the backward)"
             )
         # The construction may take longer than the baselines' share: on large graphs it is
         # the schedule everything else starts from (a 5,000-operation tower: 61.7 ms from it
