@@ -120,6 +120,13 @@ def main() -> int:
         "saves) or by PyTorch's selective checkpointing with the exported policy (what a "
         "user's own training loop runs; SAC keeps every op it does not recompute)",
     )
+    parser.add_argument(
+        "--masks",
+        choices=("bool", "float"),
+        default="bool",
+        help="our import's dropout masks: bool tensors, as torch's partitioner saves them, or "
+        "eager's float ones (forced by --apply sac: eager PyTorch runs the policy)",
+    )
     parser.add_argument("--markdown", action="store_true", help="print bench/README.md's table")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
@@ -244,7 +251,8 @@ def _saved_by_hooks(fn, xs, fixed: set[int]) -> int:
 # ----- ours --------------------------------------------------------------------------------
 def _our_points(name, model, xs, fixed, args, eager, theirs) -> tuple[list[Point], list[str]]:
     started = time.perf_counter()
-    imported = solver.import_model(model, tuple(xs), level=args.level)
+    masks = "float" if args.apply == "sac" else args.masks
+    imported = solver.import_model(model, tuple(xs), level=args.level, dropout_masks=masks)
     print(f"  imported {imported.graph.n} nodes in {time.perf_counter() - started:.1f} s")
     if args.objective == "flops":
         imported = replace(imported, graph=_flop_costs(imported.graph))

@@ -49,6 +49,7 @@ def import_model(
     cost: str = "roofline",
     devices: Any = None,
     name: str | None = None,
+    dropout_masks: str = "float",
 ) -> ImportedModel:
     """Capture one training step of ``model`` on inputs like ``example_inputs``.
 
@@ -64,6 +65,11 @@ def import_model(
         As for ``main.py import-torch``: ``"layer"`` or ``"op"``; ``"roofline"`` or
         ``"measured"``; a :class:`~solver.importers.hardware.Platform` or device names mapped
         to spec keys (default: a desktop CPU and GPU).
+    dropout_masks
+        ``"float"``: dropout as eager PyTorch runs it (a float mask, 4 bytes per element);
+        ``"bool"``: its mask held as a bool tensor (1 byte per element), as PyTorch's
+        partitioner saves it; such a plan runs by :meth:`Plan.execute` but exports no
+        checkpointing policy (:mod:`solver.importers.aten_masks`).
 
     Raises
     ------
@@ -87,7 +93,7 @@ def import_model(
     else:
         factory, label = model, name or getattr(model, "__name__", "model").lower()
     platform = devices if isinstance(devices, Platform) else make_platform(devices)
-    plan = plan_groups(capture(factory, inputs, name=label), level)
+    plan = plan_groups(capture(factory, inputs, name=label, dropout_masks=dropout_masks), level)
     measured = None
     if cost == "measured":
         from solver.importers.profiling import measure_group_times

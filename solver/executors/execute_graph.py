@@ -68,7 +68,8 @@ def execute_graph(
     from solver.importers.aten_groups import plan_groups
     from solver.importers.hardware import make_platform
 
-    plan = plan_groups(capture_model(source, inputs_from_meta(meta)), level)
+    masks = str(meta.get("dropout_masks", "float"))  # imported with bool masks: again so
+    plan = plan_groups(capture_model(source, inputs_from_meta(meta), dropout_masks=masks), level)
     _check(
         structure_hash(graph_from_plan(plan, make_platform())), structure_hash(graph), graph, source
     )

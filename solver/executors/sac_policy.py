@@ -92,6 +92,12 @@ def policy_source(
     XEngineError
         If the schedule uses more than one device (SAC applies to one device).
     """
+    if plan.capture.meta.get("dropout_masks") == "bool":
+        raise XEngineError(
+            "this import holds dropout masks as bool tensors, which eager PyTorch (and so a "
+            "checkpointing policy) does not: run it with Plan.execute, or import with "
+            "dropout_masks='float' to export a policy"
+        )
     devices = {op.device for _, op in schedule.operations}
     if len(devices) != 1:
         raise XEngineError(

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from solver.document.graph import Edge, Graph, Node, make_graph
+from solver.errors import XEngineError
 from solver.importers.aten_capture import InputSpec, JointCapture, capture_joint
 from solver.importers.aten_groups import (
     GroupPlan,
@@ -33,6 +34,7 @@ from solver.importers.aten_groups import (
     plan_groups,
     random_groups,
 )
+from solver.importers.aten_masks import BOOL_MASKS, bool_masks
 from solver.importers.costmodel import RooflineCostModel
 from solver.importers.hardware import DeviceSpec, Platform, make_platform
 from solver.importers.torch_fx import load_factory, model_label
@@ -51,15 +53,23 @@ def capture_model(
     input_shape: tuple[int, ...] | Sequence[InputSpec],
     *,
     name: str | None = None,
+    dropout_masks: str = "float",
 ) -> JointCapture:
     """Capture the training step of the model ``spec`` names (``module:Class`` or a callable)
-    on one float input of shape ``input_shape``, or on the inputs it lists (shape and dtype)."""
+    on one float input of shape ``input_shape``, or on the inputs it lists (shape and dtype).
+    ``dropout_masks="bool"`` rewrites eager dropout's float masks as bool ones
+    (:func:`solver.importers.aten_masks.bool_masks`)."""
+    if dropout_masks not in ("float", BOOL_MASKS):
+        raise XEngineError(f"dropout masks {dropout_masks!r}: use 'float' or 'bool'")
     factory = load_factory(spec) if isinstance(spec, str) else spec
     name = name or getattr(factory, "__name__", "model").lower()
     with user_code(model_label(spec, factory), "capturing its training step"):
         capture = capture_joint(factory, input_shape, name=name)
     source = spec if isinstance(spec, str) else getattr(spec, "__qualname__", repr(spec))
-    return replace(capture, meta={"source": source, **capture.meta})
+    meta = {"source": source, **capture.meta}
+    if dropout_masks == BOOL_MASKS and bool_masks(capture.gm):
+        meta["dropout_masks"] = BOOL_MASKS
+    return replace(capture, meta=meta)
 
 
 def import_aten(
