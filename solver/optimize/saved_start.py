@@ -49,15 +49,15 @@ def saved_limit_start(graph: Graph) -> tuple[Schedule, Timeline] | None:
 
 
 def _kept_sets(graph: Graph, d: int, boundary: int, limit: int) -> list[set[int]]:
-    """Candidate sets to hold across the boundary: the nodes computed once that the backward
-    reads, then a greedy knapsack by value per byte, for two values: a node's own cost, and
-    the cost of recomputing it with every ancestor outside the first set (a tensor deep in a
-    chain saves its whole chain)."""
+    """Candidate sets to hold across the boundary: what the nodes computed once force
+    (:func:`_held_for_once`), then a greedy knapsack by value per byte, for two values: a
+    node's own cost, and the cost of recomputing it with every ancestor outside the first set
+    (a tensor deep in a chain saves its whole chain)."""
     sizes = graph.output_bytes
     cost = np.nan_to_num(graph.cost[d], nan=0.0, posinf=1e300)
     last_use = [max(users, default=-1) for users in graph.users]
     read_later = [i for i in range(boundary) if last_use[i] >= boundary]
-    once = {i for i in graph.once if i < boundary and last_use[i] >= boundary}
+    once = _held_for_once(graph, read_later, set(graph.once))
     room = limit - int(sum(int(sizes[i]) for i in once))
     if room < 0:
         return []
@@ -65,6 +65,34 @@ def _kept_sets(graph: Graph, d: int, boundary: int, limit: int) -> list[set[int]
     chain = _chain_costs(graph, boundary, first, cost)
     second = _greedy(read_later, once, room, sizes, chain)
     return [first, second] if second != first else [first]
+
+
+def _held_for_once(graph: Graph, read_later: list[int], once: set[int]) -> set[int]:
+    """What must cross the boundary because of the nodes computed once: each such node the
+    backward reads, and each tensor the backward reads that recomputing would need one for (a
+    dropout mask made from its draw, which cannot be drawn again; the draw itself is freed
+    after its last forward use, as the schedule builder frees every tensor)."""
+    held: set[int] = {i for i in read_later if i in once}
+    for i in read_later:  # ascending: a held tensor shields the ones computed from it
+        if _needs_once(graph, i, once, held):
+            held.add(i)
+    return held
+
+
+def _needs_once(graph: Graph, i: int, once: set[int], held: set[int]) -> bool:
+    """Whether recomputing ``i`` from ``held`` would run a node computed once."""
+    if i in held:
+        return False
+    seen, stack = {i}, [i]
+    while stack:
+        for j in graph.inputs[stack.pop()]:
+            if j in held or j in seen:
+                continue
+            if j in once:
+                return True
+            seen.add(j)
+            stack.append(j)
+    return False
 
 
 def _greedy(

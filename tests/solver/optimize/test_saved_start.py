@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from solver.document.generators import unit_chain
+from solver.document.graph import Device, Edge, Graph, Node, make_graph
 from solver.execution.simulate import simulate
 from solver.optimize.methods import solve
 from solver.optimize.saved_start import saved_limit_start
@@ -45,3 +46,48 @@ def test_a_solve_without_time_for_the_model_still_returns_the_start() -> None:
     replay = simulate(graph, result.schedule)
     assert replay.valid and replay.saved_bytes["cpu"] <= 7
     assert result.timeline.total_ms <= 81 + 41 - 7
+
+
+def dropout_graph() -> Graph:
+    """``x`` (1 B, 5 ms) -> ``draw`` (a random op, 4 B) -> ``mask`` (1 B) -> ``y`` -> ``loss``,
+    and a backward ``grad`` that reads ``x``, ``mask`` and the loss: the draw is read in the
+    forward only, but recomputing the mask in the backward would draw again. Each node once
+    costs 10 ms. At a limit of 3 B the boundary holds ``x``, ``mask`` and the loss: 10 ms. At
+    2 B one of them is recomputed, never the mask: the loss (with ``y``, 2 ms) for 12 ms, not
+    ``x`` (5 ms). At 1 B both would be, and the mask alone stays: 5 + 2 more, 17 ms."""
+    nodes = [
+        Node("x", 1, {"cpu": 5.0}),
+        Node("draw", 4, {"cpu": 1.0}, op="dropout", recomputable=False),
+        Node("mask", 1, {"cpu": 1.0}),
+        Node("y", 1, {"cpu": 1.0}),
+        Node("loss", 1, {"cpu": 1.0}, kind="loss"),
+        Node("grad", 1, {"cpu": 1.0}, kind="backward"),
+    ]
+    edges = [
+        Edge("x", "draw"),
+        Edge("draw", "mask"),
+        Edge("x", "y"),
+        Edge("mask", "y"),
+        Edge("y", "loss"),
+        Edge("loss", "grad"),
+        Edge("x", "grad"),
+        Edge("mask", "grad"),
+    ]
+    return make_graph("dropout", [Device("cpu", memory_limit=100)], nodes, edges)
+
+
+@pytest.mark.parametrize(("limit", "optimum"), [(3, 10.0), (2, 12.0), (1, 17.0)])
+def test_a_tensor_made_from_a_random_draw_is_held_not_recomputed(
+    limit: int, optimum: float
+) -> None:
+    graph = dropout_graph().with_saved_limits({"cpu": limit})
+    schedule, timeline = saved_limit_start(graph)
+    assert timeline.valid and timeline.total_ms == pytest.approx(optimum)
+    assert "mask" in schedule.stages[graph.boundary - 1].kept_on("cpu")
+    assert simulate(graph, schedule).saved_bytes["cpu"] == limit
+    exact = solve(graph, "checkmate:cpu", SolveOptions(time_limit_s=30, gap_rel=0.0))
+    assert exact.timeline.total_ms == pytest.approx(optimum)
+
+
+def test_no_start_when_the_masks_do_not_fit() -> None:
+    assert saved_limit_start(dropout_graph().with_saved_limits({"cpu": 0})) is None
