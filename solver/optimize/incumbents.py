@@ -11,6 +11,7 @@ the best schedule in hand, with the status and the reason.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -92,7 +93,12 @@ class Incumbents:
     """The cheapest valid schedule seen so far, and the progress reports that announce it."""
 
     def __init__(
-        self, graph: Graph, method: str, backend: str, on_progress: ProgressCallback | None
+        self,
+        graph: Graph,
+        method: str,
+        backend: str,
+        on_progress: ProgressCallback | None,
+        gap_rel: float = _REL_TOL,
     ) -> None:
         self.graph, self.method, self.backend = graph, method, backend
         self.schedule: Schedule | None = None
@@ -108,6 +114,12 @@ class Incumbents:
         self._bound: float | None = None
         self.restricted: Restricted | None = None
         """What a search under a restriction proved (CP-SAT on the interval model)."""
+        self.gap_rel = max(gap_rel, _REL_TOL)
+        self.closed = threading.Event()
+        """Set once the incumbent is within ``gap_rel`` of a bound found beside the backend
+        (:meth:`raise_floor`): it is optimal, and the solve may stop every search. VGG16 on
+        one GPU at 80 %: the relaxation proves the construction's schedule in 0.1 s, and CBC
+        took 2 s more to prove it again."""
 
     @property
     def cost(self) -> float | None:
@@ -121,6 +133,7 @@ class Incumbents:
             if self.cost is not None and timeline.total_ms >= self.cost - 1e-9:
                 return False
             self.schedule, self.timeline, self.source = schedule, timeline, source
+            self._check_closed()
             if self._on_progress is not None:
                 bound = self._best_bound(self._bound)
                 self._on_progress(
@@ -302,7 +315,30 @@ class Incumbents:
             if self.floor is not None and bound <= self.floor:
                 return
             self.floor = bound
-        self.note(why)
+            self._check_closed()
+        if why:
+            self.note(why)
+
+    def _check_closed(self) -> None:
+        cost, floor = self.cost, self.floor
+        if cost is None or floor is None or not math.isfinite(cost):
+            return  # an absurd cost (1e308 per node) sums to inf, which any gap "meets"
+        gap = _gap(cost, floor)
+        if gap is not None and gap <= self.gap_rel:
+            self.closed.set()
+
+    def closed_result(self, result: SolveResult) -> SolveResult:
+        """``result`` once :attr:`closed` stopped the solve: the incumbent, optimal by the bound
+        it meets. What the stopped searches said (they were cancelled) is dropped; any other
+        message (the model too large, say) is kept."""
+        why = (
+            f"it meets a proven lower bound: no schedule costs less than {self.floor:.6g} ms "
+            f"(found beside the backend; within {100 * self.gap_rel:.2g} %), so the solve "
+            f"stopped there"
+        )
+        if result.status is not SolveStatus.CANCELLED and result.message:
+            why = f"{result.message}; {why}"
+        return self._with_schedule(result, SolveStatus.OPTIMAL, self.floor, why)
 
     def _best_bound(self, bound: float | None) -> float | None:
         if self.floor is None:

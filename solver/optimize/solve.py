@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import cast
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -145,23 +146,41 @@ def _solve(
         return start.best.result(stopped, "cancelled during the heuristic start")
     plan = plan_solve(graph, options)
     start.best.note(f"plan: {plan.why}")
+    # Every search below stops when the user cancels or when a bound found beside them
+    # proves the incumbent (Incumbents.closed); the result then says which.
+    halt = cast(threading.Event, _Either(cancel, start.best.closed))
     with _relaxation_beside(start, options, cancel):
-        if plan.formulation == "intervals":
-            return solve_intervals(start, options, on_progress, cancel, options.runs)
-        if plan.improver != "intervals":
-            return solve_model(start, PAPER, options, on_progress, cancel, plan.improver)
-        # CP-SAT first: its schedule is the cutoff and the node fixing of the paper's model,
-        # which then mostly has to prove (the 100-node random graph at 0.8: proven in 12 s
-        # from CP-SAT's schedule; CBC alone ended 0.4 % short in 60 s).
-        first_s = min(options.time_limit_s * INTERVALS_FIRST, INTERVALS_FIRST_CAP_S)
-        first = start.started + first_s
-        search_intervals(start.best, first, cancel, None, options.runs, threads=2)
-        if cancel is not None and cancel.is_set():
-            stopped = replace(start.base, status=SolveStatus.CANCELLED)
-            return start.best.result(stopped, "cancelled during CP-SAT's search")
-        restricted = start.best.restricted
-        beside = "windows" if restricted is not None and restricted.proven else "intervals"
-        return solve_model(start, PAPER, replace(options, cutoff=True), on_progress, cancel, beside)
+        result = _run_plan(start, plan, options, on_progress, halt)
+    user_cancelled = cancel is not None and cancel.is_set()
+    stopped_by_bound = start.best.closed.is_set() and result.status is not SolveStatus.OPTIMAL
+    if stopped_by_bound and not user_cancelled and start.best.timeline is not None:
+        return start.best.closed_result(result)
+    return result
+
+
+def _run_plan(
+    start: SolveStart,
+    plan: Plan,
+    options: SolveOptions,
+    on_progress: ProgressCallback | None,
+    halt: threading.Event,
+) -> SolveResult:
+    if plan.formulation == "intervals":
+        return solve_intervals(start, options, on_progress, halt, options.runs)
+    if plan.improver != "intervals":
+        return solve_model(start, PAPER, options, on_progress, halt, plan.improver)
+    # CP-SAT first: its schedule is the cutoff and the node fixing of the paper's model,
+    # which then mostly has to prove (the 100-node random graph at 0.8: proven in 12 s
+    # from CP-SAT's schedule; CBC alone ended 0.4 % short in 60 s).
+    first_s = min(options.time_limit_s * INTERVALS_FIRST, INTERVALS_FIRST_CAP_S)
+    first = start.started + first_s
+    search_intervals(start.best, first, halt, None, options.runs, threads=2)
+    if halt.is_set():
+        stopped = replace(start.base, status=SolveStatus.CANCELLED)
+        return start.best.result(stopped, "cancelled during CP-SAT's search")
+    restricted = start.best.restricted
+    beside = "windows" if restricted is not None and restricted.proven else "intervals"
+    return solve_model(start, PAPER, replace(options, cutoff=True), on_progress, halt, beside)
 
 
 INTERVALS_FIRST = 0.35
@@ -315,7 +334,7 @@ def start_solve(
         return SolveResult(method, SolveStatus.INFEASIBLE, message=reason)
     started = time.monotonic()
     backend = registry.backend(options.backend).label
-    best = Incumbents(graph, method, backend, on_progress)
+    best = Incumbents(graph, method, backend, on_progress, options.gap_rel)
     if options.warm_start:
         until = started + _heuristic_seconds(options)
         # A schedule at once where one device holds everything: the construction below may
@@ -498,7 +517,7 @@ def _run_model(
         threads=options.threads,
         cutoff=_cutoff(options, best),
     )
-    best.floor = max(best.floor or 0.0, cheapest_once(model))
+    best.raise_floor(cheapest_once(model), "")
     proven = threading.Event()
     search = None
     if improver == "intervals":

@@ -125,7 +125,7 @@ def test_comparison_never_stalls_the_event_loop(qtbot, make_window, loop_probe):
 
 def test_comparison_cancel_stops_the_solver_process(qtbot):
     document = Document()
-    document.set_graph(unit_chain(30, budget=12))  # XEngine would run for minutes
+    document.set_graph(unit_chain(30, budget=7))  # XEngine would run for minutes
     view = ComparisonView(document, options=SolveOptions(time_limit_s=600))
     qtbot.addWidget(view)
     view.run(["checkpoint-all:cpu", "xengine"])

@@ -206,7 +206,7 @@ def test_window_real_solve_draws_its_incumbent_before_it_ends(qtbot, make_window
     doc = window.document
     probes = []
     for _ in range(3):
-        doc.open(unit_chain(30, budget=12))  # the warm start is an incumbent at once
+        doc.open(unit_chain(30, budget=7))  # the warm start is an incumbent at once
         doc.set_settings(SolverSettings(time_limit_s=600))
         for _ in range(3):  # lay out and paint the new graph: its first paint is not the solve's
             QApplication.processEvents()

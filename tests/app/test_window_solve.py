@@ -94,7 +94,7 @@ def test_window_shows_cached_result_when_budget_returns(qtbot, make_window):
 
 def test_window_cancel_keeps_incumbent_and_never_stalls(qtbot, make_window, loop_probe):
     window = make_window(None)
-    window.document.open(unit_chain(30, budget=12))  # warm start gives an incumbent at once
+    window.document.open(unit_chain(30, budget=7))  # warm start gives an incumbent at once
     window.document.set_settings(SolverSettings(time_limit_s=600))
     seen: list = []
     window.controller.progressed.connect(seen.extend)
@@ -128,7 +128,7 @@ def test_window_cancel_keeps_incumbent_and_never_stalls(qtbot, make_window, loop
 
 def test_window_close_during_solve_stops_cbc(qtbot, make_window):
     window = make_window(None)
-    window.document.open(unit_chain(30, budget=12))
+    window.document.open(unit_chain(30, budget=7))
     window.document.set_settings(SolverSettings(time_limit_s=600))
     seen: list = []
     window.controller.progressed.connect(seen.extend)
