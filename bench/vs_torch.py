@@ -21,10 +21,13 @@ in PyTorch by its selective-checkpointing policy (``torch.utils.checkpoint`` wit
 
 A point of one front *dominates* a point of the other when it saves no more bytes and
 recomputes no more FLOPs (one of them strictly less). For each model the bench prints both
-fronts, whether ours dominates torch's (no torch point that saves fewer bytes for less
-recompute than some point of ours can match), writes ``bench/vs_torch-MODEL.png`` (both
-fronts: saved MiB against recompute GFLOP and against step ms), and ``--markdown`` prints the
-table of bench/README.md. Needs torch, and torchvision / transformers for their models.
+fronts and a verdict, fronts against fronts: "ours dominates" when a point of ours matches or
+dominates every point of torch's front; else "torch better at" the torch points that
+dominate a point of our front, or "unmatched at" those that none of ours covers while none
+beats ours (fewer recomputed FLOPs, a few bytes more saved). It writes
+``bench/vs_torch-MODEL.png`` (both fronts: saved MiB against recompute GFLOP and against step
+ms), and ``--markdown`` prints the table of bench/README.md. Needs torch, and torchvision /
+transformers for their models.
 
     .venv/bin/python bench/vs_torch.py [--models resnet18 gpt2 ...] [--time-limit 20]
 """
@@ -167,7 +170,11 @@ def compare(name: str, args: argparse.Namespace) -> dict[str, Any]:
         for t in fronts["torch"]
         if not any(o.dominates(t, eager.flops) or _same(o, t) for o in ours)
     ]
-    better = [t for t in fronts["torch"] if any(t.dominates(o, eager.flops) for o in ours)]
+    # Fronts against fronts: a point of ours that another of ours dominates (a looser limit
+    # that keeps more bytes for the same recompute) is no part of what we offer.
+    better = [
+        t for t in fronts["torch"] if any(t.dominates(o, eager.flops) for o in fronts["ours"])
+    ]
     if not args.no_plot:
         _plot(name, theirs, ours, eager)
     return {
@@ -440,14 +447,16 @@ def _gf(p: Point, eager: Point) -> str:
 def summary_line(row: dict[str, Any]) -> str:
     if not row["ours"]:
         return f"{row['name']}: no point of ours ({len(row['failed'])} budget(s) failed)"
-    verdict = (
-        "ours dominates"
-        if not row["torch_better"]
-        else (
-            f"torch better at {len(row['torch_better'])} point(s): "
-            + ", ".join(f"{p.budget:.1f}" for p in row["torch_better"])
+    if row["torch_better"]:
+        verdict = f"torch better at {len(row['torch_better'])} point(s): " + ", ".join(
+            f"{p.budget:.1f}" for p in row["torch_better"]
         )
-    )
+    elif row["unmatched"]:  # no torch point beats one of ours, but ours do not cover it
+        verdict = "no torch point better; unmatched at " + ", ".join(
+            f"{p.budget:.1f}" for p in row["unmatched"]
+        )
+    else:
+        verdict = "ours dominates"
     return f"{row['name']}: {verdict}; ours failed at {len(row['failed'])} budget(s)"
 
 
