@@ -15,7 +15,6 @@ linear program and has a solve of its own (:mod:`solver.optimize.interval_solve`
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from solver.execution.simulate import Timeline
 
 if TYPE_CHECKING:
     from solver.document.graph import Graph
+    from solver.optimize.backends._common import Cancel
     from solver.optimize.miqp import ArrayModel
 
 __all__ = ["ColumnRoles", "Formulation", "OFFLOADING", "PAPER", "column_roles"]
@@ -72,7 +72,7 @@ class Formulation:
         *,
         rounding: str = "relaxed",
         deadline: float | None = None,
-        cancel: threading.Event | None = None,
+        cancel: Cancel | None = None,
         upper_bound: float | None = None,
     ) -> ArrayModel:
         """Build the model (its builder marks it as this formulation's)."""

@@ -10,11 +10,11 @@ proved: "optimal among schedules that compute each node at most C times per devi
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, replace
 
 from solver.document.schedule import SolverInfo
+from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.backends.cpsat import run_cpsat
 from solver.optimize.incumbents import ProgressCallback, Restricted, SolveResult
 from solver.optimize.intervals import (
@@ -35,7 +35,7 @@ def solve_intervals(
     start,
     options,
     on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     runs: int = DEFAULT_RUNS,
 ) -> SolveResult:
     """Build the interval model hinted with the incumbent, run CP-SAT until the deadline,
@@ -102,8 +102,8 @@ class IntervalSearch:
 def search_intervals(
     best,
     deadline: float,
-    cancel: threading.Event | None,
-    stop: threading.Event | None,
+    cancel: Cancel | None,
+    stop: Cancel | None,
     runs: int = DEFAULT_RUNS,
     threads: int = 1,
     on_progress: ProgressCallback | None = None,
@@ -115,7 +115,7 @@ def search_intervals(
     paper's model) and beside CBC on the paper's model, in place of the neighbourhood search.
     """
     began = time.monotonic()
-    stopper = _Either(cancel, stop)
+    stopper = AnyOf(cancel, stop)
     with best.lock:
         hint = (best.schedule, best.timeline) if best.schedule is not None else None
     label = f"{INTERVALS_LABEL} (C={runs})"
@@ -155,16 +155,6 @@ def search_intervals(
     if search.restricted.proven:
         best.note(f"CP-SAT: {search.restricted.describe()}")
     return search
-
-
-class _Either:
-    """Set when either event is (CP-SAT's watcher only asks ``is_set()``)."""
-
-    def __init__(self, *events: threading.Event | None) -> None:
-        self.events = [e for e in events if e is not None]
-
-    def is_set(self) -> bool:
-        return any(e.is_set() for e in self.events)
 
 
 class _Solutions:

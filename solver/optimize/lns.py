@@ -17,7 +17,6 @@ and the end-of-stage holds ``H`` (continuous, like ``U``) are always free.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ import numpy as np
 from solver.document.schedule import Schedule
 from solver.execution.simulate import Timeline
 from solver.optimize.backends import BackendOptions, registry, run_backend
+from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.incumbents import Incumbents
 from solver.optimize.miqp import ArrayModel
 from solver.optimize.miqp_schedule import without_resident_recomputes
@@ -59,8 +59,8 @@ def search_windows(
     best: Incumbents,
     backend: str,
     deadline: float,
-    cancel: threading.Event | None = None,
-    stop: threading.Event | None = None,
+    cancel: Cancel | None = None,
+    stop: Cancel | None = None,
 ) -> WindowSearch:
     """Improve ``best`` by re-solving windows of stages until ``deadline``, ``cancel`` or ``stop``.
 
@@ -74,7 +74,7 @@ def search_windows(
         ``"cbc"`` or ``"highs"``, for the window solves.
     deadline : float
         A ``time.monotonic()`` instant.
-    cancel, stop : threading.Event, optional
+    cancel, stop : Cancel, optional
         Either ends the search (``stop``: the full model proved optimality).
     """
     stats = WindowSearch()
@@ -163,17 +163,7 @@ class _Neighbourhoods:
         return self.is_u | touched
 
 
-class _Either:
-    """Set when either event is: the backends only ask ``is_set()``."""
-
-    def __init__(self, *events: threading.Event | None) -> None:
-        self.events = [e for e in events if e is not None]
-
-    def is_set(self) -> bool:
-        return any(e.is_set() for e in self.events)
-
-
-def _stopped(deadline: float, *events: threading.Event | None) -> bool:
+def _stopped(deadline: float, *events: Cancel | None) -> bool:
     return time.monotonic() > deadline - 0.2 or any(e is not None and e.is_set() for e in events)
 
 
@@ -200,8 +190,8 @@ def _solve_free(
     free: np.ndarray,
     deadline: float,
     limit: float,
-    cancel: threading.Event | None,
-    stop: threading.Event | None = None,
+    cancel: Cancel | None,
+    stop: Cancel | None = None,
 ) -> str:
     """Re-solve the ``free`` columns with the rest fixed at ``x``; offer what is cheaper.
 
@@ -223,7 +213,7 @@ def _solve_free(
     start = x[columns] if registry.backend(backend).mip_start else None
     # A neighbourhood's backend stops with the search: once the full model has proved its
     # answer, waiting for the neighbourhood would only delay the result.
-    outcome = run_backend(sub, options, None, _Either(cancel, stop), start=start)
+    outcome = run_backend(sub, options, None, AnyOf(cancel, stop), start=start)
     quick = outcome.seconds < limit / 3
     if outcome.values is None:
         if outcome.status is SolveStatus.INFEASIBLE:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from math import gcd
@@ -42,6 +41,7 @@ import numpy as np
 
 from solver.document.graph import Graph
 from solver.errors import XEngineError
+from solver.optimize.backends._common import Cancel
 from solver.optimize.backends.lp import LinearProgram
 from solver.optimize.cuts import add_conflict_cuts
 
@@ -263,7 +263,7 @@ def estimate_size(graph: Graph) -> tuple[int, int]:
 class ModelBuilder:
     """Columns and coordinate rows, with the deadline and cancel checks of a long build."""
 
-    def __init__(self, deadline: float | None, cancel: threading.Event | None) -> None:
+    def __init__(self, deadline: float | None, cancel: Cancel | None) -> None:
         self.cost: list[float] = []
         self.upper: list[float] = []
         self.integer: list[bool] = []
@@ -340,7 +340,7 @@ def build_array_model(
     *,
     rounding: str = "relaxed",
     deadline: float | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     max_build_bytes: int | None = None,
     upper_bound: float | None = None,
 ) -> ArrayModel:
@@ -355,7 +355,7 @@ def build_array_model(
         :func:`memory_units`. Irrelevant where they have one (the model is then exact).
     deadline : float, optional
         A ``time.monotonic()`` instant; building stops with :class:`BuildInterrupted` past it.
-    cancel : threading.Event, optional
+    cancel : threading.Event or any Cancel, optional
         Building stops with :class:`BuildInterrupted` once it is set.
     max_build_bytes : int, optional
         Host bytes the build may take (default :func:`default_max_build_bytes`); a larger estimate

@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import cast
 
 from solver.document.graph import Graph
 from solver.document.schedule import Schedule
@@ -23,6 +22,7 @@ from solver.errors import XEngineError
 from solver.execution.simulate import Timeline, simulate
 from solver.optimize.advice import advise
 from solver.optimize.backends import BackendOptions, BackendResult, registry, run_backend
+from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits, chen_greedy
 from solver.optimize.bounds import explain_infeasible
 from solver.optimize.construct import construct_best
@@ -106,7 +106,7 @@ def solve_xengine(
     graph: Graph,
     options: SolveOptions = SolveOptions(),
     on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     method: str = "xengine",
 ) -> SolveResult:
     """Find the fastest schedule of ``graph`` under its devices' budgets with XEngine's MIQP.
@@ -135,7 +135,7 @@ def _solve(
     graph: Graph,
     options: SolveOptions,
     on_progress: ProgressCallback | None,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
     method: str,
 ) -> SolveResult:
     start = start_solve(graph, options, method, on_progress, cancel)
@@ -148,7 +148,7 @@ def _solve(
     start.best.note(f"plan: {plan.why}")
     # Every search below stops when the user cancels or when a bound found beside them
     # proves the incumbent (Incumbents.closed); the result then says which.
-    halt = cast(threading.Event, _Either(cancel, start.best.closed))
+    halt = AnyOf(cancel, start.best.closed)
     with _relaxation_beside(start, options, cancel):
         result = _run_plan(start, plan, options, on_progress, halt)
     user_cancelled = cancel is not None and cancel.is_set()
@@ -163,7 +163,7 @@ def _run_plan(
     plan: Plan,
     options: SolveOptions,
     on_progress: ProgressCallback | None,
-    halt: threading.Event,
+    halt: Cancel,
 ) -> SolveResult:
     if plan.formulation == "intervals":
         return solve_intervals(start, options, on_progress, halt, options.runs)
@@ -263,7 +263,7 @@ def plan_solve(graph: Graph, options: SolveOptions) -> Plan:
 
 @contextmanager
 def _relaxation_beside(
-    start: SolveStart, options: SolveOptions, cancel: threading.Event | None
+    start: SolveStart, options: SolveOptions, cancel: Cancel | None
 ) -> Iterator[None]:
     """Compute :mod:`solver.optimize.relaxation`'s bound on a thread of its own while the
     solve runs (CBC in a process of its own), raising the incumbents' floor when it is in."""
@@ -273,7 +273,7 @@ def _relaxation_beside(
 
     def run() -> None:
         try:
-            bound = relaxation_bound(best.graph, budget, "cbc", _Either(stop, cancel))
+            bound = relaxation_bound(best.graph, budget, "cbc", AnyOf(stop, cancel))
         except Exception:  # a bound is a bonus: never let it cost the solve
             logger.exception("the relaxation bound failed")
             return
@@ -295,16 +295,6 @@ RELAXATION_SHARE = 0.15
 """The relaxation gets this share of the time limit, at most :data:`RELAXATION_SECONDS`."""
 
 
-class _Either:
-    """Set when either event is (the backends only ask ``is_set()``)."""
-
-    def __init__(self, *events: threading.Event | None) -> None:
-        self.events = [e for e in events if e is not None]
-
-    def is_set(self) -> bool:
-        return any(e.is_set() for e in self.events)
-
-
 @dataclass
 class SolveStart:
     """A solve that has begun: its incumbents (the heuristic start offered), its clock, and
@@ -321,7 +311,7 @@ def start_solve(
     options: SolveOptions,
     method: str,
     on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
 ) -> SolveStart | SolveResult:
     """The start every MIQP solve shares: the infeasibility check, the deadline, the backend's
     name, and the heuristic start (:func:`best_baseline`) as the first incumbent.
@@ -382,7 +372,7 @@ def solve_model(
     formulation: Formulation,
     options: SolveOptions,
     on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     improver: str = "windows",
 ) -> SolveResult:
     """Build ``formulation``'s model, run the backend (and the neighbourhood search beside it,
@@ -440,7 +430,7 @@ def _confirm_in_bytes(
     best: Incumbents,
     deadline: float,
     on_progress: ProgressCallback | None,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
     improver: str,
 ) -> BackendResult:
     """Where memory was rounded, check the relaxed model's answer in bytes, else repair it.
@@ -500,7 +490,7 @@ def _run_model(
     best: Incumbents,
     deadline: float,
     on_progress: ProgressCallback | None,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
     improver: str = "windows",
 ) -> BackendResult | None:
     """Run the backend for the time left; the heuristic start goes in as the options say."""
@@ -566,8 +556,8 @@ def _improve(
     best: Incumbents,
     backend: str,
     deadline: float,
-    cancel: threading.Event | None,
-    stop: threading.Event,
+    cancel: Cancel | None,
+    stop: Cancel,
 ) -> None:
     """The neighbourhood search beside the full model, on a model whose schedules all fit:
     where memory is rounded, the safe rounding (a relaxed model's window would keep finding
@@ -628,7 +618,7 @@ def solve_offload(
     graph: Graph,
     options: SolveOptions,
     on_progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     start: tuple[Schedule, Timeline] | None = None,
 ) -> SolveResult:
     """Solve XEngine's MIQP with offloading copies allowed (``SolveOptions.offload``).
@@ -675,7 +665,7 @@ def _papers_model(
     options: SolveOptions,
     deadline: float,
     on_progress: ProgressCallback | None,
-    cancel: threading.Event | None,
+    cancel: Cancel | None,
 ) -> SolveResult:
     """The paper's model for its share of the time, its progress reported without its bound
     (a bound of the paper's model is none of offloading's: offloading may go below it)."""

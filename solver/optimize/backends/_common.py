@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from solver.optimize.backends.lp import LinearProgram
 
 __all__ = [
+    "AnyOf",
     "Cancel",
     "LOG_TAIL_LINES",
     "POLL_S",
@@ -39,6 +40,17 @@ class Cancel(Protocol):
     say it is set (the neighbourhood search stops on either of two events)."""
 
     def is_set(self) -> bool: ...
+
+
+class AnyOf:
+    """A :class:`Cancel` set when any of its flags is: a user's cancel and a solve's own stop
+    (a proof, a sibling that finished) read as one, without a thread to join them."""
+
+    def __init__(self, *flags: Cancel | None) -> None:
+        self.flags = [f for f in flags if f is not None]
+
+    def is_set(self) -> bool:
+        return any(f.is_set() for f in self.flags)
 
 
 LOG_TAIL_LINES = 200
