@@ -24,7 +24,16 @@ recomputes no more FLOPs (one of them strictly less). For each model the bench p
 fronts and a verdict, fronts against fronts: "ours dominates" when a point of ours matches or
 dominates every point of torch's front; else "torch better at" the torch points that
 dominate a point of our front, or "unmatched at" those that none of ours covers while none
-beats ours (fewer recomputed FLOPs, a few bytes more saved). It writes
+beats ours (fewer recomputed FLOPs, a few bytes more saved).
+
+Every torch point's gradients are checked against torch's own step at budget 1.0 under the
+same seed. Below 1.0 the partitioner may recompute dropout's random draw in the backward with
+fresh randomness (pytorch/pytorch#190758, open): the backward then applies another mask than
+the forward did and the gradients are wrong. Such points are shown (crosses in the plot,
+"wrong" in the table) and named in the verdict, but they take no part in it: saving less by
+recomputing a draw is no schedule of the step. Ours replays the very draw and is refused unless
+its gradients equal ``loss.backward()``'s. ``--dropout off`` sets every ``nn.Dropout``'s p to 0,
+for a side by side on a step without random ops. It writes
 ``bench/vs_torch-MODEL.png`` (both fronts: saved MiB against recompute GFLOP and against step
 ms), and ``--markdown`` prints the table of bench/README.md. Needs torch, and torchvision /
 transformers for their models.
@@ -65,6 +74,12 @@ resident when the backward starts), the peak unbounded. ``--ours peak``: the sam
 the way from the least memory any schedule needs (``lower_bound``) to the no-rematerialization
 peak, and 0 (that least memory), as a bound on the step's peak."""
 HERE = Path(__file__).resolve().parent
+GRADIENT_TOLERANCE = 1e-5
+"""Relative gradient difference under which a torch point counts as computing the step's
+gradients (the recomputed ops are the forward's own, so a right point differs by 0)."""
+RNG_BUG = "pytorch/pytorch#190758"
+"""The partitioner recomputes random ops (dropout's draw) in the backward below budget 1.0:
+the backward's mask is a fresh draw, not the forward's, and the gradients are wrong."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,14 @@ class Point:
     saved: int
     flops: int
     ms: float
+    grad_error: float = 0.0
+    """torch's points: the largest gradient difference to torch's own step at budget 1.0 under
+    the same seed, relative to that step's largest gradient (0: equal). Ours are checked
+    against ``loss.backward()`` and refused if they differ."""
+
+    @property
+    def gradients_right(self) -> bool:
+        return self.grad_error <= GRADIENT_TOLERANCE
 
     def dominates(self, other: Point, base_flops: int) -> bool:
         a, b = (self.saved, self.flops - base_flops), (other.saved, other.flops - base_flops)
@@ -130,6 +153,14 @@ def main() -> int:
         help="our import's dropout masks: bool tensors, as torch's partitioner saves them, or "
         "eager's float ones (forced by --apply sac: eager PyTorch runs the policy)",
     )
+    parser.add_argument(
+        "--dropout",
+        choices=("on", "off"),
+        default="on",
+        help="off: every nn.Dropout's p set to 0 before both import and compile, so both "
+        "answer for a step without random ops (torch's partitioner recomputes dropout's draw "
+        f"with fresh randomness below budget 1.0, {RNG_BUG})",
+    )
     parser.add_argument("--markdown", action="store_true", help="print bench/README.md's table")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
@@ -148,6 +179,10 @@ def compare(name: str, args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(0)
     model = spec.factory()
     model.train()
+    if args.dropout == "off":
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
     xs = example_inputs(torch, spec.inputs)
     fixed = {_sid(t) for t in (*model.parameters(), *model.buffers(), *xs)}
     eager = Point("eager", 1.0, _saved_by_hooks(model, xs, fixed), *_flops_and_ms(model, xs, args))
@@ -156,15 +191,21 @@ def compare(name: str, args: argparse.Namespace) -> dict[str, Any]:
         f"{eager.ms:.1f} ms",
         flush=True,
     )
-    theirs = [_torch_point(model, xs, fixed, b, args) for b in args.budgets]
+    reference = _torch_gradients(model, xs, 1.0)
+    theirs = [_torch_point(model, xs, fixed, b, args, reference) for b in args.budgets]
     for p in theirs:
         print(
             f"  torch {p.budget:.1f}: saves {_mib(p.saved)} ({p.saved} B), "
-            f"+{_gf(p, eager)} GFLOP ({p.flops - eager.flops} FLOP), {p.ms:.1f} ms",
+            f"+{_gf(p, eager)} GFLOP ({p.flops - eager.flops} FLOP), {p.ms:.1f} ms, "
+            f"{_gradients(p)}",
             flush=True,
         )
     ours, failed = _our_points(name, model, xs, fixed, args, eager, theirs)
-    fronts = {"torch": _front(theirs, eager.flops), "ours": _front(ours, eager.flops)}
+    # A torch point whose gradients are wrong is no training step: it is shown, and named,
+    # but neither beats nor goes unmatched by ours (which must be right to be measured).
+    wrong = [p for p in theirs if not p.gradients_right]
+    right = [p for p in theirs if p.gradients_right]
+    fronts = {"torch": _front(right, eager.flops), "ours": _front(ours, eager.flops)}
     beaten = [
         t
         for t in fronts["torch"]
@@ -186,24 +227,60 @@ def compare(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "fronts": fronts,
         "unmatched": beaten,
         "torch_better": better,
+        "torch_wrong": wrong,
     }
 
 
 # ----- torch's partitioner -----------------------------------------------------------------
-def _torch_point(model, xs, fixed, budget: float, args) -> Point:
-    import torch._functorch.config as functorch_config
-
-    torch._dynamo.reset()
-    functorch_config.activation_memory_budget = budget
-    compiled = torch.compile(model, backend=_counted_partition)
-    loss_of(compiled(*xs)).backward()  # compile
+def _torch_point(model, xs, fixed, budget: float, args, reference) -> Point:
+    compiled = _compiled(model, xs, budget)
+    error = _relative_error(_seeded_gradients(model, compiled, xs), reference)
     saved = _saved_by_hooks(compiled, xs, fixed)
     _COUNTED[:] = [True, 0]
     loss_of(compiled(*xs)).backward()
     flops = _COUNTED[1]
     _COUNTED[:] = [False, 0]
     _, ms = _flops_and_ms(compiled, xs, args)
-    return Point("torch", budget, saved, flops, ms)
+    return Point("torch", budget, saved, flops, ms, error)
+
+
+def _compiled(model, xs, budget: float):
+    """``model`` compiled by ``_counted_partition`` at ``budget``, its first step run."""
+    import torch._functorch.config as functorch_config
+
+    torch._dynamo.reset()
+    functorch_config.activation_memory_budget = budget
+    compiled = torch.compile(model, backend=_counted_partition)
+    loss_of(compiled(*xs)).backward()  # compile
+    model.zero_grad(set_to_none=True)
+    return compiled
+
+
+def _torch_gradients(model, xs, budget: float) -> dict[str, Any]:
+    """The gradients of torch's step at ``budget`` under a fixed seed: at 1.0 the partitioner
+    bans recomputing random ops, so these are the gradients of the forward it ran."""
+    return _seeded_gradients(model, _compiled(model, xs, budget), xs)
+
+
+def _seeded_gradients(model, step, xs) -> dict[str, Any]:
+    torch.manual_seed(1234)  # the same draws in every forward
+    loss_of(step(*xs)).backward()
+    grads = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return grads
+
+
+def _relative_error(grads: dict[str, Any], reference: dict[str, Any]) -> float:
+    scale = max(float(g.abs().max()) for g in reference.values()) or 1.0
+    if grads.keys() != reference.keys():
+        return float("inf")
+    return max(float((grads[k] - g).abs().max()) for k, g in reference.items()) / scale
+
+
+def _gradients(p: Point) -> str:
+    if p.who != "torch":
+        return "equal to loss.backward()"
+    return "equal" if p.gradients_right else f"wrong (relative error {p.grad_error:.2g})"
 
 
 #: [counting?, FLOPs so far] of the compiled graphs (forward and backward) of the step.
@@ -457,23 +534,27 @@ def summary_line(row: dict[str, Any]) -> str:
         )
     else:
         verdict = "ours dominates"
+    if row["torch_wrong"]:
+        verdict += "; torch's gradients wrong at " + ", ".join(
+            f"{p.budget:.1f}" for p in row["torch_wrong"]
+        )
     return f"{row['name']}: {verdict}; ours failed at {len(row['failed'])} budget(s)"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| model | who | budget | saved MiB | recompute GFLOP | step ms |",
-        "|---|---|---:|---:|---:|---:|",
+        "| model | who | budget | saved MiB | recompute GFLOP | step ms | gradients |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         eager = row["eager"]
         lines.append(
-            f"| {row['name']} | eager | - | {eager.saved / 2**20:.2f} | 0 | {eager.ms:.1f} |"
+            f"| {row['name']} | eager | - | {eager.saved / 2**20:.2f} | 0 | {eager.ms:.1f} | - |"
         )
         for p in [*row["torch"], *row["ours"]]:
             lines.append(
                 f"| {row['name']} | {p.who} | {p.budget:.1f} | {p.saved / 2**20:.2f} | "
-                f"{(p.flops - eager.flops) / 1e9:.3f} | {p.ms:.1f} |"
+                f"{(p.flops - eager.flops) / 1e9:.3f} | {p.ms:.1f} | {_gradients(p)} |"
             )
     lines.append("")
     lines += [f"- {summary_line(row)}" for row in rows]
@@ -490,23 +571,36 @@ def _plot(name: str, theirs: list[Point], ours: list[Point], eager: Point) -> No
     app = QApplication.instance() or QApplication([])
     window = pg.GraphicsLayoutWidget(size=(1100, 450))
     window.setBackground("w")
+    window.show()  # laid out at its full width before the export (offscreen: nothing shown)
     for column, (what, value) in enumerate(
         (("recompute GFLOP", lambda p: (p.flops - eager.flops) / 1e9), ("step ms", lambda p: p.ms))
     ):
         plot = window.addPlot(row=0, col=column, title=f"{name}: saved MiB vs {what}")
-        plot.addLegend()
+        plot.setMinimumWidth(520)
+        plot.addLegend(offset=(-10, 10))  # top right: the fronts fall from the top left
         plot.setLabel("bottom", "saved for the backward (MiB)")
         plot.setLabel("left", what)
-        for points, colour, label in (
-            (theirs, "#d62728", "torch partitioner"),
-            (ours, "#1f77b4", "ours (checkmate:cpu)"),
+        plot.getAxis("left").enableAutoSIPrefix(False)  # GFLOP as GFLOP, not "(x0.001)"
+        for points, colour, label, symbol in (
+            ([p for p in theirs if p.gradients_right], "#d62728", "torch partitioner", "o"),
+            (
+                [p for p in theirs if not p.gradients_right],
+                "#d62728",
+                "torch, gradients wrong",
+                "x",
+            ),
+            (ours, "#1f77b4", "ours (checkmate:cpu)", "o"),
         ):
+            if not points:
+                continue
             pts = sorted(points, key=lambda p: p.saved)
             plot.plot(
                 [p.saved / 2**20 for p in pts],
                 [value(p) for p in pts],
-                pen=pg.mkPen(colour, width=2),
-                symbol="o",
+                pen=pg.mkPen(colour, width=2) if symbol == "o" else None,
+                symbol=symbol,
+                symbolSize=12 if symbol == "x" else 10,
+                symbolPen=pg.mkPen(colour),
                 symbolBrush=colour,
                 name=label,
             )
