@@ -623,7 +623,8 @@ def _plot(name: str, theirs: list[Point], ours: list[Point], eager: Point) -> No
         plot.addLegend(offset=(-10, 10))  # top right: the fronts fall from the top left
         plot.setLabel("bottom", "saved for the backward (MiB)")
         plot.setLabel("left", what)
-        plot.getAxis("left").enableAutoSIPrefix(False)  # GFLOP as GFLOP, not "(x0.001)"
+        for side in ("left", "bottom"):  # GFLOP as GFLOP and MiB as MiB, not "(x0.001)"
+            plot.getAxis(side).enableAutoSIPrefix(False)
         for points, colour, label, symbol in (
             ([p for p in theirs if p.gradients_right], "#d62728", "torch partitioner", "o"),
             (
