@@ -66,6 +66,7 @@ cp_model: Any = _load_cp_model()
 __all__ = [
     "DEFAULT_RUNS",
     "IntervalModel",
+    "able_devices",
     "available",
     "build_interval_model",
     "schedule_from_solution",
@@ -104,6 +105,9 @@ class IntervalModel:
     model: Any
     runs: np.ndarray
     """Instances per (device, node): ``C``, raised where a hinted schedule needs more."""
+    covers: float | None = None
+    """Set when ``runs`` are :func:`~solver.optimize.covering.covering_runs` for this cost:
+    every schedule costing at most this fits, so no restriction applies below it."""
     instances: dict[tuple[int, int, int], Instance] = field(default_factory=dict)
     serves: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], Any] = field(
         default_factory=dict
@@ -127,6 +131,8 @@ class IntervalModel:
     @property
     def restriction(self) -> str:
         """The restriction an optimum of this model is optimal under, in words."""
+        if self.covers is not None:
+            return f"none for schedules costing at most {self.covers:.6g} ms"
         free = np.delete(self.runs, list(self.graph.once), axis=1)  # computed once: C = 1
         runs = int(free[free > 0].min()) if np.any(free > 0) else 0
         return f"each node computed at most {runs} times per device"
@@ -137,15 +143,18 @@ class IntervalModel:
 
 def build_interval_model(
     graph: Graph,
-    runs: int = DEFAULT_RUNS,
+    runs: int | np.ndarray = DEFAULT_RUNS,
     hint: tuple[Schedule, Timeline] | None = None,
     deadline: float | None = None,
     cancel: Cancel | None = None,
+    covers: float | None = None,
 ) -> IntervalModel:
     """Build the retention-interval model of ``graph`` under its budgets (module docstring).
 
     ``hint`` (a valid schedule and its replay) is given to CP-SAT as a solution hint; ``runs``
-    grows per (device, node) to hold its computations.
+    grows per (device, node) to hold its computations. ``runs`` is ``C`` for every node, or
+    an array of counts per (device, node); ``covers`` says the counts hold every schedule of
+    at most that cost (:mod:`solver.optimize.covering`).
 
     Examples
     --------
@@ -161,15 +170,16 @@ def build_interval_model(
     g = graph
     n, num_d = g.n, g.num_devices
     hinted = _hint_instances(g, hint[0]) if hint is not None else {}
-    able = _able(g)
+    able = able_devices(g)
     counts = np.zeros((num_d, n), dtype=np.int64)
+    per_node = np.broadcast_to(np.asarray(runs, dtype=np.int64), (num_d, n))
     for d in range(num_d):
         for v in range(n):
             if able[d][v]:
-                counts[d, v] = max(runs, len(hinted.get((v, d), ())))
+                counts[d, v] = max(int(per_node[d, v]), len(hinted.get((v, d), ())))
     counts[:, list(g.once)] = np.minimum(counts[:, list(g.once)], 1)  # C = 1: computed once
     model = cp_model.CpModel()
-    im = IntervalModel(g, model, counts)
+    im = IntervalModel(g, model, counts, covers=covers)
     units, sizes, works, caps = _memory_units(g)
     im.unit = units
 
@@ -316,7 +326,7 @@ class BuildStopped(XEngineError):
         self.reason = reason
 
 
-def _able(g: Graph) -> list[list[bool]]:
+def able_devices(g: Graph) -> list[list[bool]]:
     """Whether device ``d`` can run node ``v`` at all: a cost, and room for the node with
     its inputs and workspace (model.md §4's necessary condition)."""
     budgets = [int(b) for b in g.activation_budgets]

@@ -29,7 +29,7 @@ from solver.optimize.construct import construct_best
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
-from solver.optimize.interval_solve import search_intervals, solve_intervals
+from solver.optimize.interval_solve import prove_covering, search_intervals, solve_intervals
 from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.lns import encode_schedule, search_windows
 from solver.optimize.miqp import (
@@ -179,7 +179,7 @@ def _run_plan(
         stopped = replace(start.base, status=SolveStatus.CANCELLED)
         return start.best.result(stopped, "cancelled during CP-SAT's search")
     restricted = start.best.restricted
-    beside = "windows" if restricted is not None and restricted.proven else "intervals"
+    beside = "covering" if restricted is not None and restricted.proven else "intervals"
     return solve_model(start, PAPER, replace(options, cutoff=True), on_progress, halt, beside)
 
 
@@ -518,6 +518,14 @@ def _run_model(
             daemon=True,
         )
         search.start()
+    elif improver == "covering" and best.timeline is not None:
+        search = threading.Thread(
+            target=_cover_or_improve,
+            args=(model, best, options.backend, deadline, cancel, proven),
+            name="xengine-covering",
+            daemon=True,
+        )
+        search.start()
     elif improver == "windows" and best.timeline is not None:
         search = threading.Thread(
             target=_improve,
@@ -549,6 +557,21 @@ def _run_model(
 _PROOFS = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.CANCELLED)
 """Outcomes after which the neighbourhood search stops at once; after any other it keeps
 the rest of the time (a backend that failed or stopped early leaves it the machine)."""
+
+
+def _cover_or_improve(
+    model: ArrayModel,
+    best: Incumbents,
+    backend: str,
+    deadline: float,
+    cancel: Cancel | None,
+    stop: Cancel,
+) -> None:
+    """Prove the incumbent with CP-SAT on covering runs (its restricted optimum is in: this
+    makes it a proof for every schedule); the neighbourhood search when that model is too
+    large."""
+    if not prove_covering(best, deadline, cancel, stop):
+        _improve(model, best, backend, deadline, cancel, stop)
 
 
 def _improve(

@@ -18,6 +18,7 @@ from solver.document.graph import Device, Edge, Node, make_graph
 from solver.document.graph_io import graph_from_dict
 from solver.document.training import build_training_graph
 from solver.execution.simulate import check_schedule, simulate
+from solver.optimize import intervals
 from solver.optimize.backends import BackendOptions, run_backend
 from solver.optimize.baselines import checkpoint_all
 from solver.optimize.bounds import no_remat_peak
@@ -88,8 +89,9 @@ def test_one_byte_below_the_peak_is_repaired_in_bytes_and_honest_about_its_bound
     assert not simulate(tight, checkpoint_all(tight, "gpu")).valid
 
     # With the incumbent as cutoff, the safe model's "nothing cheaper" is no proof either: it
-    # leaves out schedules that fit in bytes.
-    result = solve_xengine(tight, replace(EXACT, cutoff=cutoff))
+    # leaves out schedules that fit in bytes. (The paper's model alone: CP-SAT beside it would
+    # prove the optimum in bytes, see the test below.)
+    result = solve_xengine(tight, replace(EXACT, cutoff=cutoff, improve=False))
 
     assert result.status is SolveStatus.FEASIBLE
     assert "memory rows rounded" in result.message
@@ -97,6 +99,21 @@ def test_one_byte_below_the_peak_is_repaired_in_bytes_and_honest_about_its_bound
     assert result.objective == pytest.approx(everything.total_ms + 1.0)
     assert result.bound == pytest.approx(everything.total_ms)
     assert max(check_schedule(tight, result.schedule).peaks.values()) < no_remat_peak(graph)
+
+
+@pytest.mark.skipif(not intervals.available(), reason="ortools is not installed")
+def test_one_byte_below_the_peak_is_proven_in_bytes_by_the_covering_runs():
+    # The interval model is exact in bytes, and its covering runs hold every schedule up to
+    # the incumbent's cost: the optimum found above (one recomputation) is proven there.
+    graph = awkward_training_graph()
+    tight = graph.with_memory_limits({"gpu": no_remat_peak(graph) - 1})
+    everything = simulate(graph, checkpoint_all(graph, "gpu"))
+    result = solve_xengine(tight, EXACT)
+    assert result.status is SolveStatus.OPTIMAL
+    assert result.objective == pytest.approx(everything.total_ms + 1.0)
+    assert result.bound == pytest.approx(result.objective, rel=1e-6)
+    assert "proven lower bound" in result.message
+    assert check_schedule(tight, result.schedule).valid
 
 
 def fake_cbc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
@@ -110,7 +127,8 @@ def test_a_crashed_cbc_still_returns_the_heuristic_schedule(tmp_path, monkeypatc
     fake_cbc(tmp_path, monkeypatch, "echo 'Segmentation fault'\nkill -SEGV $$\n")
     graph = unit_chain(6, budget=5)
 
-    result = solve_xengine(graph, SolveOptions(time_limit_s=10))
+    # CBC alone: CP-SAT beside it would prove this chain's optimum by itself.
+    result = solve_xengine(graph, SolveOptions(time_limit_s=10, improve=False))
 
     assert result.status is SolveStatus.FEASIBLE
     assert result.ok

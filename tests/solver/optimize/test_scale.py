@@ -219,7 +219,9 @@ def test_interval_model_meets_the_checkmate_optimum_when_runs_are_not_binding(gr
         return
     timeline = check_schedule(graph, result.schedule)
     assert timeline.total_ms == pytest.approx(optimum, abs=1e-6)
-    assert result.restricted is not None and result.restricted.proven
+    # proven for every schedule: by CP-SAT's restricted proof and then the covering runs, or
+    # by a bound beside it that met the incumbent first (all costs 0: at once)
+    assert result.status is SolveStatus.OPTIMAL
 
 
 @needs_cpsat
