@@ -118,7 +118,7 @@ class IntervalModel:
     frontiers: dict[tuple[int, int], Any] = field(default_factory=dict)
     """``(node, device) -> literal``: that device computes the node in its own stage (only
     where more than one device can)."""
-    copies: dict[tuple[int, int, int, int], tuple[Any, list[Any]]] = field(default_factory=dict)
+    copies: dict[tuple[int, int, int], tuple[Any, list[Any]]] = field(default_factory=dict)
     """``(edge, device, consumer copy) -> (literal, the remote serves that imply it)``: the
     input is held on the consumer's device while it runs, having been copied there."""
     scale: float = 1.0
