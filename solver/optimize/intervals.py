@@ -95,7 +95,7 @@ class Instance:
     stage: Any
     end: Any
     start: Any
-    length: Any = None
+    length: Any
 
 
 @dataclass
@@ -429,7 +429,7 @@ def _add_hint(im: IntervalModel, hinted: dict, schedule: Schedule) -> None:
     live: dict[tuple[int, int], int] = {}
     ends: dict[tuple[int, int, int], int] = {}
     used: set[int] = set()  # indices of the serve literals the schedule uses
-    copies: dict[tuple[int, int], int] = {}
+    runs_so_far: dict[tuple[int, int], int] = {}  # computations of (node, device) met
     for t, stage in enumerate(schedule.stages):
         for op in stage.ops:
             v, d = g.index[op.node], g.device_index[op.device]
@@ -441,12 +441,12 @@ def _add_hint(im: IntervalModel, hinted: dict, schedule: Schedule) -> None:
                     continue
                 ends[u, source, c2] = max(ends.get((u, source, c2), 0), now + 1)
                 e = g.edge_number[u, v]
-                c = copies.get((v, d), 0)
+                c = runs_so_far.get((v, d), 0)
                 y = im.serves.get(((u, source, c2), (v, d, c), e))
                 if y is not None:
                     used.add(y.index)
-            c = copies.get((v, d), 0)
-            copies[v, d] = c + 1
+            c = runs_so_far.get((v, d), 0)
+            runs_so_far[v, d] = c + 1
             live[v, d] = c
             ends[v, d, c] = now + 1
         boundary = (t + 1) * step
