@@ -21,12 +21,13 @@ from solver.document.graph import Device, Edge, Node, make_graph
 from solver.document.graph_io import load_graph
 from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule
+from solver.optimize import construct as construct_module
 from solver.optimize import intervals
 from solver.optimize.backends import registry
-from solver.optimize.backends.cpsat import PROBING_VARIABLES, run_cpsat
+from solver.optimize.backends.cpsat import PRESOLVE_ONCE_VARIABLES, PROBING_VARIABLES, run_cpsat
 from solver.optimize.baselines import checkpoint_all_where_it_fits
 from solver.optimize.bounds import no_remat_peak
-from solver.optimize.construct import _Repair, construct, construct_best
+from solver.optimize.construct import _Repair, construct, construct_best, placements
 from solver.optimize.relaxation import build_relaxation, relaxation_bound
 from solver.optimize.solve import SolveOptions, plan_solve, solve_xengine
 from solver.status import SolveStatus
@@ -118,6 +119,26 @@ def test_tightening_keeps_what_fits_instead_of_recomputing_it():
     assert repair.tighten(None) == 1
     timeline = check_schedule(graph, repair.schedule("construct"))
     assert timeline.total_ms == 11 and timeline.recomputations == 0
+
+
+def test_the_construction_tries_no_alternative_placement_it_has_no_time_for(monkeypatch):
+    # encoder-aten on CPU+GPU at 40 % repairs three placements; with no time left for
+    # alternatives it repairs only the first, and still returns its (valid) schedule.
+    graph = load_graph(bundled_graphs()["encoder-aten"])
+    name, budget = parse_budget(graph, "gpu=40%")
+    graph = graph.with_memory_limits({name: budget})
+    repaired = []
+    real = construct_module._repaired
+    monkeypatch.setattr(
+        construct_module, "_repaired", lambda *a, **k: repaired.append(a[1]) or real(*a, **k)
+    )
+    every = construct_best(graph)
+    assert len(repaired) == 3 and every.timeline.valid
+    repaired.clear()
+    first = construct_best(graph, alternatives_until=time.monotonic())
+    assert repaired == [placements(graph)[0]]
+    assert check_schedule(graph, first.schedule).valid
+    assert first.timeline.total_ms >= every.timeline.total_ms
 
 
 def test_construction_says_why_when_nothing_fits():
@@ -283,19 +304,29 @@ def test_cancelling_cpsat_keeps_the_incumbent_and_returns_at_once():
 
 
 @needs_cpsat
-@pytest.mark.parametrize("variables, probing", [(100, False), (PROBING_VARIABLES + 1, True)])
-def test_cpsat_skips_probing_only_on_large_models(variables, probing):
+@pytest.mark.parametrize(
+    "variables, probing, one_pass",
+    [
+        (100, False, False),
+        (PROBING_VARIABLES + 1, True, False),
+        (PRESOLVE_ONCE_VARIABLES + 1, True, True),
+    ],
+)
+def test_cpsat_presolves_lighter_only_on_large_models(variables, probing, one_pass):
     """Probing took 19-39 s of a 60 s solve on 35k-115k-variable interval models (so CP-SAT
-    never searched on a 2,557-op tower); small models keep it, as it raises their bounds."""
+    never searched on a 2,557-op tower), and three presolve passes 20 s on a 5,107-op one;
+    small models keep both, as they raise their bounds and cheapen their schedules."""
     model = intervals.cp_model.CpModel()
-    flags = [model.new_bool_var(f"b{i}") for i in range(variables)]
-    model.add_bool_or(flags)
+    flags = [model.new_bool_var(f"b{i}") for i in range(variables + variables % 2)]
+    for i in range(0, len(flags), 2):
+        model.add_bool_or(flags[i : i + 2])
     model.minimize(sum(flags))
     lines: list[str] = []
     outcome = run_cpsat(model, 10, on_log=lines.append)
-    assert outcome.status is SolveStatus.OPTIMAL and outcome.objective == 1
+    assert outcome.status is SolveStatus.OPTIMAL and outcome.objective == len(flags) // 2
     parameters = next(line for line in lines if line.startswith("Parameters:"))
     assert ("cp_model_probing_level: 0" in parameters) is probing
+    assert ("max_presolve_iterations: 1" in parameters) is one_pass
 
 
 # ----- choosing the formulation ------------------------------------------------------------
