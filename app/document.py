@@ -23,6 +23,7 @@ from app.project import SolverSettings
 from solver.document.graph import Graph
 from solver.errors import XEngineError
 from solver.execution.simulate import OpEvent, Timeline
+from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
@@ -32,7 +33,8 @@ logger = logging.getLogger(__name__)
 
 ResultKey = tuple[int, str, tuple[tuple[str, int], ...]]
 """(structure token, method, sorted memory limits): what a cached result was solved for. The
-method reads ``name+offload`` when offloading was allowed: another model, another answer."""
+method reads ``name+offload`` when offloading was allowed, ``+runs3`` under another ``C``:
+another model, another answer."""
 
 _CACHEABLE = (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE, SolveStatus.INFEASIBLE)
 _tokens = itertools.count(1)
@@ -289,7 +291,7 @@ class Document(QObject):
         """The cache key of the current graph, memory limits and method."""
         if self._graph is None:
             return None
-        method = _cache_method(self._settings.method, self._settings.offloads)
+        method = _cache_method(self._settings.method, self._settings.offloads, self._settings.runs)
         return (self._token, method, _memory_limit_items(self._graph))
 
     def cache_result(self, key: ResultKey, result: SolveResult) -> None:
@@ -356,10 +358,12 @@ class Document(QObject):
         self.modified_changed.emit(not clean)
 
 
-def _cache_method(method: str, offload: bool) -> str:
+def _cache_method(method: str, offload: bool, runs: int = DEFAULT_RUNS) -> str:
     """The method part of a cache key: a solve with offloading is not the paper's solve (its
-    result's method, as a loaded schedule names it, is ``xengine+offload`` too)."""
-    return f"{method}+offload" if offload else method
+    result's method, as a loaded schedule names it, is ``xengine+offload`` too), nor one
+    whose interval model holds more runs per node (``+runs3``: it may find a faster one)."""
+    key = f"{method}+offload" if offload else method
+    return key if runs == DEFAULT_RUNS else f"{key}+runs{runs}"
 
 
 def _memory_limit_items(graph: Graph) -> tuple[tuple[str, int], ...]:

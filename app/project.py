@@ -22,6 +22,7 @@ from solver.document.units import parse_size
 from solver.errors import GraphFormatError
 from solver.execution.simulate import effective_graph, simulate
 from solver.optimize.backends import available_backends
+from solver.optimize.intervals import DEFAULT_RUNS, MAX_RUNS
 from solver.optimize.solve import SolveOptions, SolveResult
 from solver.status import SolveStatus
 
@@ -51,6 +52,8 @@ class SolverSettings:
     auto_solve: bool = False
     offload: bool = False
     """Allow offloading copies (:mod:`solver.optimize.offload`); off: the paper's model."""
+    runs: int = DEFAULT_RUNS
+    """The interval model's ``C`` (``solve --runs``): computations per node and device."""
 
     def checked(self) -> SolverSettings:
         """Return a copy with out-of-range values replaced by defaults (files are hand-edited)."""
@@ -62,6 +65,8 @@ class SolverSettings:
             fixes["time_limit_s"] = default.time_limit_s
         if not (math.isfinite(self.gap_rel) and self.gap_rel >= 0):
             fixes["gap_rel"] = default.gap_rel
+        if not 1 <= self.runs <= MAX_RUNS:
+            fixes["runs"] = default.runs
         return replace(self, **fixes)
 
     @property
@@ -81,6 +86,7 @@ class SolverSettings:
             time_limit_s=self.time_limit_s,
             gap_rel=self.gap_rel,
             offload=self.offloads if offload is None else offload,
+            runs=self.runs,
         )
 
 
@@ -175,6 +181,7 @@ def _settings_from_dict(raw: Any, path: str | None) -> SolverSettings:
             gap_rel=float(raw.get("gap_rel", default.gap_rel)),
             auto_solve=bool(raw.get("auto_solve", default.auto_solve)),
             offload=bool(raw.get("offload", default.offload)),
+            runs=int(raw.get("runs", default.runs)),
         )
     except (TypeError, ValueError, OverflowError) as exc:
         raise GraphFormatError(f"bad solver setting: {exc}", path=path, where="solver") from None

@@ -60,6 +60,7 @@ class AppSettings:
             gap_rel=s.value("solver/gap_rel", default.gap_rel, type=float),
             auto_solve=s.value("solver/auto_solve", default.auto_solve, type=bool),
             offload=s.value("solver/offload", default.offload, type=bool),
+            runs=s.value("solver/runs", default.runs, type=int),
         ).checked()
 
     def set_solver_settings(self, settings: SolverSettings) -> None:

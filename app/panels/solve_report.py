@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from solver.document.units import format_ms, format_size
+from solver.optimize.advice import for_the_window
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
@@ -163,7 +164,8 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
         # "Model: retention intervals (C=2), ...": in brackets, its own brackets nested
         formulation = f"{result.formulation}, " if result.formulation else ""
         notes.append(f"Model: {formulation}{model}.")
-    advice = result.advice or _derived_advice(result, cut_short)
+    # the solver names options by their flags (--runs 3); here they are the panel's controls
+    advice = for_the_window(result.advice) or _derived_advice(result, cut_short)
     if advice.startswith("the gap is ") and any(" with a gap of " in n for n in notes):
         # said once: at 1280x720 the repeated gap pushed the live plot's time axis off the dock
         advice = advice.split(": ", 1)[-1]

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSpinBox,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -43,6 +44,7 @@ from app.workers import SolveRequest
 from solver.document.graph import Graph
 from solver.document.units import format_size
 from solver.optimize.backends.registry import BACKENDS, available_backends
+from solver.optimize.intervals import MAX_RUNS
 from solver.optimize.methods import SINGLE_DEVICE_METHODS, method_label
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
@@ -124,6 +126,12 @@ class SolverPanel(FollowsTheme, QWidget):
             "and moving operations. Off: the paper's model, unchanged. XEngine (all devices) "
             "only."
         )
+        self.runs_box = QSpinBox(minimum=1, maximum=MAX_RUNS)
+        self.runs_box.setToolTip(
+            "Retention intervals (CP-SAT, and large graphs) consider at most this many "
+            "computations of each node per device (C; solve --runs). More searches wider, in a "
+            "larger model; an answer proven with it is proven only under that restriction."
+        )
         self.solve_button = QPushButton("Solve")
         self.solve_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -197,6 +205,10 @@ class SolverPanel(FollowsTheme, QWidget):
         options.addWidget(self.offload_box)
         options.addWidget(self.auto_box)
         options.addStretch(1)
+        runs_label = QLabel("Runs per node")
+        runs_label.setToolTip(self.runs_box.toolTip())
+        options.addWidget(runs_label)
+        options.addWidget(self.runs_box)
         form.addRow(options)
         buttons = QHBoxLayout()
         buttons.addWidget(self.solve_button, 1)
@@ -231,6 +243,7 @@ class SolverPanel(FollowsTheme, QWidget):
         self.gap_box.editingFinished.connect(self._on_widgets_changed)
         self.auto_box.toggled.connect(self._on_widgets_changed)
         self.offload_box.toggled.connect(self._on_widgets_changed)
+        self.runs_box.editingFinished.connect(self._on_widgets_changed)
         self.solve_button.clicked.connect(self.request_solve)
         self.cancel_button.clicked.connect(self._controller.cancel)
 
@@ -316,6 +329,7 @@ class SolverPanel(FollowsTheme, QWidget):
             gap_rel=float(self.gap_box.value()) / 100,
             auto_solve=self.auto_box.isChecked(),
             offload=self.offload_box.isChecked(),
+            runs=int(self.runs_box.value()),
         )
         self._document.set_settings(settings)
 
@@ -353,6 +367,8 @@ class SolverPanel(FollowsTheme, QWidget):
             self.auto_box.setChecked(settings.auto_solve)
         with QSignalBlocker(self.offload_box):
             self.offload_box.setChecked(settings.offload)
+        with QSignalBlocker(self.runs_box):
+            self.runs_box.setValue(settings.runs)
         # offloading is an option of XEngine over all devices (as solve --offload)
         self.offload_box.setEnabled(settings.method == "xengine")
         if self._document.graph is not None and self.method_box.currentData() != settings.method:

@@ -20,6 +20,7 @@ from solver.document.graph_io import load_graph
 from solver.document.units import MAX_SIZE, parse_size
 from solver.errors import XEngineError, printable
 from solver.optimize.bounds import no_remat_peak
+from solver.optimize.intervals import MAX_RUNS
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -42,7 +43,6 @@ EXIT_OK, EXIT_NO_SCHEDULE, EXIT_BAD_INPUT = 0, 1, 2
 MAX_TIME_LIMIT_S = 10**7
 """The longest time limit accepted (about 115 days); more is a typo."""
 MAX_THREADS = 256
-MAX_RUNS = 64
 MAX_PERCENT = 10**6
 """The largest ``--budget DEVICE=P%`` (ten thousand times the no-remat peak)."""
 

@@ -8,19 +8,40 @@ installed) and a remedy. The CLI prints the sentence, ``--json`` and the window 
 
 from __future__ import annotations
 
+import re
+
 from solver.document.graph import Graph
 from solver.optimize.backends import registry
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.incumbents import SolveResult
 from solver.status import SolveStatus
 
-__all__ = ["IDLE_SHARE", "WEAK_GAP", "advise", "idle_devices"]
+__all__ = ["IDLE_SHARE", "WEAK_GAP", "advise", "for_the_window", "idle_devices"]
 
 WEAK_GAP = 0.01
 """A gap above this (1 %) is worth a word on what would narrow it."""
 IDLE_SHARE = 0.5
 """A device whose peak stays below this share of its budget in a schedule that still
 recomputes is named: the solve was cut short before it could use that memory."""
+
+
+WINDOW_NAMES = (
+    (re.compile(r"--runs (\d+)"), r"Runs per node at \1"),
+    (re.compile(r"--solver cpsat"), "Solver: CP-SAT"),
+)
+"""The options :func:`advise` names by their command-line flags, as the window names them
+(the solver panel's "Runs per node" box and "Solver" list)."""
+
+
+def for_the_window(advice: str) -> str:
+    """``advice`` naming the window's controls instead of the command line's flags.
+
+    >>> for_the_window("... restriction (--runs 3 searches wider)")
+    '... restriction (Runs per node at 3 searches wider)'
+    """
+    for flag, control in WINDOW_NAMES:
+        advice = flag.sub(control, advice)
+    return advice
 
 
 def idle_devices(result: SolveResult, no_remat_peak: int | None = None) -> list[str]:

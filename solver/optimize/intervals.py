@@ -65,6 +65,7 @@ cp_model: Any = _load_cp_model()
 
 __all__ = [
     "DEFAULT_RUNS",
+    "MAX_RUNS",
     "IntervalModel",
     "able_devices",
     "available",
@@ -74,6 +75,8 @@ __all__ = [
 
 DEFAULT_RUNS = 2
 """``C``: computations per node and device (the first one and one recomputation)."""
+MAX_RUNS = 64
+"""The largest ``C`` a user may ask for (``--runs``, the window's "Runs per node")."""
 OBJECTIVE_SCALE = 2.0**40
 """Objective coefficients are ``floor(cost * scale)`` with ``scale`` chosen so that the
 costliest possible schedule stays below this (CP-SAT's objective is an exact int64)."""

@@ -19,6 +19,9 @@ a result with offloading is never served for a request without it, nor the rever
 the option the key is exactly what it was before the option existed, so stored rows stay
 valid; for the other methods (heuristics, single-device Checkmate, which has nowhere to
 offload to) the option changes nothing and is left out.
+
+The interval model's ``C`` (``SolveOptions.runs``) is in the key when it is not the default: a
+schedule proven best under "at most C runs per node" may not be the best under C + 1.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solver.document.graph import Graph
+from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.methods import offload_applies
 from solver.optimize.solve import SolveOptions
 
@@ -124,6 +128,8 @@ def result_key(graph: Graph, method: str, options: SolveOptions) -> ResultKey:
         "gap_rel": gap,
         "warm_start": warm,
     }
+    if backend and options.runs != DEFAULT_RUNS:  # only then: older keys stay what they were
+        content["runs"] = int(options.runs)
     saved = graph.saved_limits
     if saved:  # only then: keys of solves without a saved-bytes limit stay what they were
         content["saved"] = tuple(sorted((name, int(limit)) for name, limit in saved.items()))
