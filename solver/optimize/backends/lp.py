@@ -148,10 +148,17 @@ def from_pulp(prob: pulp.LpProblem) -> tuple[LinearProgram, list[pulp.LpVariable
     return program, variables
 
 
+MPS_CHUNK_LINES = 50_000
+"""Lines :func:`write_mps` gathers before writing them out: a 1.6 M-coefficient relaxation
+held its whole file as 1.6 M strings (about 250 MB) beside a solve's CP-SAT."""
+
+
 def write_mps(program: LinearProgram, path: str) -> None:
-    """Write free-format MPS that CBC reads; rows are ranged where both sides are finite."""
+    """Write free-format MPS that CBC reads; rows are ranged where both sides are finite.
+
+    The file is written in chunks of :data:`MPS_CHUNK_LINES` lines, never held whole.
+    """
     start, index, value = program.csc()
-    out: list[str] = ["NAME          XENGINE\n", "ROWS\n", " N  OBJ\n"]
     kinds = np.where(
         np.isfinite(program.row_upper),
         np.where(
@@ -161,42 +168,55 @@ def write_mps(program: LinearProgram, path: str) -> None:
         ),
         np.where(np.isfinite(program.row_lower), "G", "N"),
     )
-    out.extend(f" {kind}  C{r:07d}\n" for r, kind in enumerate(kinds.tolist()))
-    out.append("COLUMNS\n")
-    cost = program.cost.tolist()
-    integer = program.integer.tolist()
-    index_list, value_list, start_list = index.tolist(), value.tolist(), start.tolist()
-    in_int = False
-    for j in range(program.num_cols):
-        if integer[j] != in_int:
-            marker = "INTORG" if integer[j] else "INTEND"
-            out.append(f"    MARK      'MARKER'                 '{marker}'\n")
-            in_int = integer[j]
-        name = f"X{j:07d}"
-        if cost[j] != 0:
-            out.append(f"    {name}  OBJ        {cost[j]!r}\n")
-        for p in range(start_list[j], start_list[j + 1]):
-            out.append(f"    {name}  C{index_list[p]:07d}   {value_list[p]!r}\n")
-        if cost[j] == 0 and start_list[j] == start_list[j + 1]:
-            out.append(f"    {name}  OBJ        0.0\n")  # keep an empty column known to CBC
-    if in_int:
-        out.append("    MARK      'MARKER'                 'INTEND'\n")
-    out.append("RHS\n")
-    if program.offset:
-        out.append(f"    RHS       OBJ        {-program.offset!r}\n")
-    rhs = np.where(kinds == "G", program.row_lower, program.row_upper)
-    for r in np.flatnonzero((kinds != "N") & (rhs != 0)).tolist():
-        out.append(f"    RHS       C{r:07d}   {float(rhs[r])!r}\n")
-    ranged = np.isfinite(program.row_lower) & np.isfinite(program.row_upper) & (kinds == "L")
-    if ranged.any():
-        out.append("RANGES\n")
-        for r in np.flatnonzero(ranged).tolist():
-            width = float(program.row_upper[r] - program.row_lower[r])
-            out.append(f"    RNG       C{r:07d}   {width!r}\n")
-    out.append("BOUNDS\n")
-    out.extend(_bound_lines(program))
-    out.append("ENDATA\n")
     with open(path, "w", encoding="ascii") as handle:
+        out: list[str] = []
+
+        def emit(line: str) -> None:
+            out.append(line)
+            if len(out) >= MPS_CHUNK_LINES:
+                handle.write("".join(out))
+                out.clear()
+
+        for line in ("NAME          XENGINE\n", "ROWS\n", " N  OBJ\n"):
+            emit(line)
+        for r, kind in enumerate(kinds.tolist()):
+            emit(f" {kind}  C{r:07d}\n")
+        emit("COLUMNS\n")
+        cost = program.cost.tolist()
+        integer = program.integer.tolist()
+        start_list = start.tolist()
+        in_int = False
+        for j in range(program.num_cols):
+            if integer[j] != in_int:
+                marker = "INTORG" if integer[j] else "INTEND"
+                emit(f"    MARK      'MARKER'                 '{marker}'\n")
+                in_int = integer[j]
+            name = f"X{j:07d}"
+            if cost[j] != 0:
+                emit(f"    {name}  OBJ        {cost[j]!r}\n")
+            first, end = start_list[j], start_list[j + 1]
+            for row, val in zip(index[first:end].tolist(), value[first:end].tolist(), strict=True):
+                emit(f"    {name}  C{row:07d}   {val!r}\n")
+            if cost[j] == 0 and first == end:
+                emit(f"    {name}  OBJ        0.0\n")  # keep an empty column known to CBC
+        if in_int:
+            emit("    MARK      'MARKER'                 'INTEND'\n")
+        emit("RHS\n")
+        if program.offset:
+            emit(f"    RHS       OBJ        {-program.offset!r}\n")
+        rhs = np.where(kinds == "G", program.row_lower, program.row_upper)
+        for r in np.flatnonzero((kinds != "N") & (rhs != 0)).tolist():
+            emit(f"    RHS       C{r:07d}   {float(rhs[r])!r}\n")
+        ranged = np.isfinite(program.row_lower) & np.isfinite(program.row_upper) & (kinds == "L")
+        if ranged.any():
+            emit("RANGES\n")
+            for r in np.flatnonzero(ranged).tolist():
+                width = float(program.row_upper[r] - program.row_lower[r])
+                emit(f"    RNG       C{r:07d}   {width!r}\n")
+        emit("BOUNDS\n")
+        for line in _bound_lines(program):
+            emit(line)
+        emit("ENDATA\n")
         handle.write("".join(out))
 
 

@@ -463,3 +463,24 @@ def test_cbc_infeasible_from_preprocessing_cut_short_is_a_time_limit(ran_out, ex
     header = "Infeasible - objective value 0.00000000"
     status, _ = _cbc_status(header, None, 0, tracker, ran_out)
     assert status is expected
+
+
+def test_mps_written_in_chunks_is_the_same_file_and_solves_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_mps streams the file in chunks (a 1.6 M-coefficient relaxation held it whole as
+    1.6 M strings beside a solve); a chunk of 3 lines must give the file a single one does."""
+    from solver.document.generators import unit_chain
+    from solver.optimize.backends import lp
+    from solver.optimize.relaxation import build_relaxation
+
+    program = build_relaxation(unit_chain(4, budget=3)).program
+    lp.write_mps(program, str(tmp_path / "whole.mps"))
+    monkeypatch.setattr(lp, "MPS_CHUNK_LINES", 3)
+    lp.write_mps(program, str(tmp_path / "chunked.mps"))
+    whole = (tmp_path / "whole.mps").read_text()
+    assert (tmp_path / "chunked.mps").read_text() == whole
+    assert whole.startswith("NAME") and whole.endswith("ENDATA\n")
+    assert whole.count("\n") > 3 * 10  # many chunks, not one
+    outcome = run_backend(program, BackendOptions(backend="cbc", time_limit_s=30))
+    assert outcome.status is SolveStatus.OPTIMAL and outcome.objective == pytest.approx(12.0)
