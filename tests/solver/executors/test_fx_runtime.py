@@ -185,8 +185,9 @@ def test_execute_command_with_spec_input_and_graph_predicts_with_measured_costs(
     doc = json.loads(capsys.readouterr().out)
     assert doc["gradients_match"] is True
     assert doc["predicted"]["peak_bytes"] == result.timeline.peaks
-    # CPU milliseconds of a real step, not the modelled desktop's
-    assert doc["predicted"]["total_ms"] > 10 * result.timeline.total_ms
+    # CPU milliseconds of a real step, not the modelled desktop's (about 10x: 7.6 ms against
+    # 0.77 on this machine's fastest run, so 10x failed now and then; 3x still tells them apart)
+    assert doc["predicted"]["total_ms"] > 3 * result.timeline.total_ms
 
 
 def test_execute_command_with_spec_and_graph_of_another_shape_is_refused(tmp_path, capsys):

@@ -158,11 +158,24 @@ def test_a_cancelled_construction_stops_and_says_so():
     assert construct_best(graph).schedule is not None  # not for want of a schedule
 
 
+def test_restarts_with_chance_repair_what_every_greed_leaves_stuck():
+    # At 0.8 of its peak every greedy repair of this graph gets stuck (a drop that looked
+    # best leaves a stage no later drop relieves); restarts that pick among the best few
+    # drops at random find a schedule, the same one each time (seeded 1, 2, ...).
+    graph = _at(random_layered(100, seed=4), 0.8)
+    assert construct_module._repaired(graph, [0] * graph.n, None) is None
+    found = construct_best(graph)
+    assert found.schedule is not None, found.reason
+    assert check_schedule(graph, found.schedule).valid
+    assert construct_best(graph).timeline.total_ms == found.timeline.total_ms
+
+
 @needs_cpsat
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("seed", [3])
 def test_a_schedule_comes_soon_where_the_construction_gets_stuck(seed):
-    # On these two graphs at 0.8 the repair finds no drop that helps; the solve still shows
-    # a valid schedule early (CP-SAT's search beside CBC), and a cancel keeps it.
+    # On this graph at 0.8 the repair finds no drop that helps, greedy or with chance; the
+    # solve still shows a valid schedule early (CP-SAT's search beside CBC), and a cancel
+    # keeps it.
     graph = _at(random_layered(100, seed=seed), 0.8)
     assert construct_best(graph).schedule is None
     cancel = threading.Event()
