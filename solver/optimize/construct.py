@@ -260,7 +260,7 @@ def _restarted(
     The greedy repair goes down one path and a drop that looked best can leave a stage no
     later drop relieves; a random walk over the few best drops gets round that on narrow
     graphs (a 100-node random layered graph at 0.8 of its peak: a schedule after 155
-    restarts, 3 s, where CBC and CP-SAT found none in 60 s).
+    restarts, 3.6 s, where CBC and CP-SAT found none in 60 s).
     """
     for seed in itertools.count(1):
         if _stopped(deadline, cancel):
