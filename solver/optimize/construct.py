@@ -659,17 +659,13 @@ class _Repair:
             return -1, math.inf, (move, new, np.zeros(0, dtype=np.int64), self.peak[:0])
         # elsewhere the tensor is resident all through and unread: its bytes come or go
         mask = np.zeros(self.n + 1, dtype=bool)
-        for flip, _, _ in undo:
+        delta = np.zeros((self.n + 1, self.num_d), dtype=np.int64)
+        for flip, tensor, added in undo:  # a flip's stages are distinct: += adds once each
             mask[flip] = True
+            delta[flip, self.place[tensor]] += self.size[tensor] if added else -self.size[tensor]
         mask[list(touched)] = False
         rows = np.flatnonzero(mask)
-        shifted = self.peak[rows].copy()
-        for flip, tensor, added in undo:
-            where = np.searchsorted(rows, flip)
-            inside = where < len(rows)
-            inside[inside] = rows[where[inside]] == flip[inside]
-            change = self.size[tensor] if added else -self.size[tensor]
-            shifted[where[inside], self.place[tensor]] += change
+        shifted = self.peak[rows] + delta[rows]
         relief = int(self.over[rows].sum() - self._overflow(shifted).sum())
         extra = 0.0
         for t, (ops, peak) in new.items():
