@@ -358,7 +358,7 @@ class Document(QObject):
         self.modified_changed.emit(not clean)
 
 
-def _cache_method(method: str, offload: bool, runs: int = DEFAULT_RUNS) -> str:
+def _cache_method(method: str, offload: bool, runs: int) -> str:
     """The method part of a cache key: a solve with offloading is not the paper's solve (its
     result's method, as a loaded schedule names it, is ``xengine+offload`` too), nor one
     whose interval model holds more runs per node (``+runs3``: it may find a faster one)."""

@@ -197,11 +197,11 @@ def construct_best(
         if deadline is not None:
             restart_until = min(restart_until, deadline)
         restarts = 0
-        for number, placement in enumerate(stuck):
+        for placement in stuck:
             repair, tried = _restarted(graph, placement, restart_until, cancel)
             restarts += tried
             if repair is not None:
-                built.append((repair.predicted_ms(), number, repair))
+                built.append((repair.predicted_ms(), 0, repair))
                 break
         else:
             plural = "" if restarts == 1 else "s"
