@@ -129,8 +129,9 @@ class SolverPanel(FollowsTheme, QWidget):
         self.runs_box = QSpinBox(minimum=1, maximum=MAX_RUNS)
         self.runs_box.setToolTip(
             "Retention intervals (CP-SAT, and large graphs) consider at most this many "
-            "computations of each node per device (C; solve --runs). More searches wider, in a "
-            "larger model; an answer proven with it is proven only under that restriction."
+            "computations of each node per device (C; solve --runs) at first, and more once "
+            "CP-SAT has proven the best schedule under it. More searches wider, in a larger "
+            "model; an answer proven with it is proven only under that restriction."
         )
         self.solve_button = QPushButton("Solve")
         self.solve_button.setDefault(True)

@@ -36,8 +36,8 @@ WINDOW_NAMES = (
 def for_the_window(advice: str) -> str:
     """``advice`` naming the window's controls instead of the command line's flags.
 
-    >>> for_the_window("... restriction (--runs 3 searches wider)")
-    '... restriction (Runs per node at 3 searches wider)'
+    >>> for_the_window("... restriction (--runs 3 starts there)")
+    '... restriction (Runs per node at 3 starts there)'
     """
     for flag, control in WINDOW_NAMES:
         advice = flag.sub(control, advice)
@@ -82,9 +82,10 @@ def advise(result: SolveResult, graph: Graph, time_limit_s: float, backend: str)
     restricted = result.restricted
     if restricted is not None and restricted.proven and gap is not None and gap > 1e-6:
         parts.append(
-            f"CP-SAT proved this the best schedule with at most {restricted.runs} runs of each "
-            f"node per device; the {gap:.1%} gap is to a bound that holds without that "
-            f"restriction (--runs {restricted.runs + 1} searches wider)"
+            f"CP-SAT proved this the best schedule with at most {restricted.runs} "
+            f"{restricted.runs_word} of each node per device; the {gap:.1%} gap is to a bound "
+            "that holds without that restriction (with more time it searches with more runs "
+            f"per node itself; --runs {restricted.runs + 1} starts there)"
         )
     elif gap is not None and gap > WEAK_GAP:
         why = f"the gap is {gap:.1%}"

@@ -47,8 +47,12 @@ class Restricted:
     bound: float | None
     proven: bool
 
+    @property
+    def runs_word(self) -> str:
+        return "run" if self.runs == 1 else "runs"
+
     def describe(self) -> str:
-        what = f"at most {self.runs} runs of each node per device"
+        what = f"at most {self.runs} {self.runs_word} of each node per device"
         if self.proven:
             return f"optimal among schedules with {what}"
         if self.bound is not None:
@@ -157,8 +161,11 @@ class Incumbents:
         schedule = model.formulation.decode(model, values, info)
         return self.offer_decoded(schedule, claimed)
 
-    def offer_decoded(self, schedule: Schedule, claimed: float | None = None) -> bool:
-        """Replay and offer a schedule a backend found; a claim it does not meet is refused."""
+    def offer_decoded(
+        self, schedule: Schedule, claimed: float | None = None, source: str | None = None
+    ) -> bool:
+        """Replay and offer a schedule a backend found (``source``: the solve's backend, by
+        default); a claim it does not meet is refused."""
         timeline = simulate(self.graph, schedule)
         if not timeline.valid:
             self.rejected.append(f"the solver's schedule does not replay: {timeline.violation}")
@@ -169,7 +176,7 @@ class Incumbents:
                 f"{claimed:.6g} ms"
             )
             return False
-        return self.offer(schedule, timeline, self.backend)
+        return self.offer(schedule, timeline, source or self.backend)
 
     def note(self, line: str) -> None:
         """Report a line for the log with the current incumbent and bound: the phases before

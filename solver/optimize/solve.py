@@ -29,7 +29,7 @@ from solver.optimize.construct import construct_best
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
-from solver.optimize.interval_solve import prove_covering, search_intervals, solve_intervals
+from solver.optimize.interval_solve import prove_or_deepen, search_intervals, solve_intervals
 from solver.optimize.intervals import DEFAULT_RUNS
 from solver.optimize.lns import encode_schedule, search_windows
 from solver.optimize.miqp import (
@@ -513,7 +513,7 @@ def _run_model(
     search = None
     if improver == "intervals":
         search = threading.Thread(
-            target=search_intervals,
+            target=_search_then_deepen,
             args=(best, deadline, cancel, proven, options.runs),
             name="xengine-cpsat",
             daemon=True,
@@ -560,6 +560,16 @@ _PROOFS = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.CANCELLED)
 the rest of the time (a backend that failed or stopped early leaves it the machine)."""
 
 
+def _search_then_deepen(
+    best: Incumbents, deadline: float, cancel: Cancel | None, stop: Cancel, runs: int
+) -> None:
+    """CP-SAT on the interval model beside the full model; once it proves its restricted
+    optimum, :func:`~solver.optimize.interval_solve.prove_or_deepen` in the time left."""
+    search = search_intervals(best, deadline, cancel, stop, runs)
+    if search.restricted is not None and search.restricted.proven:
+        prove_or_deepen(best, deadline, cancel, stop)
+
+
 def _cover_or_improve(
     model: ArrayModel,
     best: Incumbents,
@@ -569,10 +579,11 @@ def _cover_or_improve(
     stop: Cancel,
 ) -> None:
     """Prove the incumbent with CP-SAT on covering runs (its restricted optimum is in: this
-    makes it a proof for every schedule); the neighbourhood search when that model is too
-    large."""
-    if not prove_covering(best, deadline, cancel, stop):
-        _improve(model, best, backend, deadline, cancel, stop)
+    makes it a proof for every schedule), or search with more runs per node where that model
+    is too large (:func:`~solver.optimize.interval_solve.prove_or_deepen`); the
+    neighbourhood search in the time either leaves."""
+    prove_or_deepen(best, deadline, cancel, stop)
+    _improve(model, best, backend, deadline, cancel, stop)
 
 
 def _improve(

@@ -70,9 +70,9 @@ def test_the_advice_names_the_panels_controls_not_the_command_lines_flags(docume
         restricted=Restricted(2, 11.0, True),
     )
     advice = advise(proven, graph, 60, "cpsat")
-    assert "(--runs 3 searches wider)" in advice  # the command line's words
+    assert "--runs 3 starts there)" in advice  # the command line's words
     notes = " ".join(result_notes(replace(proven, advice=advice)))
-    assert "Runs per node at 3 searches wider" in notes and "--runs" not in notes
+    assert "Runs per node at 3 starts there" in notes and "--runs" not in notes
 
     weak = replace(proven, restricted=None, gap=0.2)
     cli = (
