@@ -4,10 +4,10 @@
     xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshot.py \
         /tmp/tower.png path/to/tower.graph.json --theme dark --size 1600x1000 --limit 20
 
-Opens ``vgg16`` (or the bundled example or graph file given) with the GPU at 60 % of its
-no-rematerialization peak, solves with the window's own settings (CBC; ``--limit`` seconds),
-waits for the result to be drawn and saves the window as ``docs/images/window.png`` (or the
-path given).
+Opens ``vgg16`` (or the bundled example or graph file given) with the GPU at 60 % (or
+``--percent``) of its no-rematerialization peak, solves with the window's own settings (CBC;
+``--limit`` seconds), waits for the result to be drawn and saves the window as
+``docs/images/window.png`` (or the path given).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def main(
     theme: str = "light",
     size: tuple[int, int] = (1280, 720),
     limit: float | None = None,
+    percent: int = 60,
 ) -> int:
     import pyqtgraph as pg
 
@@ -53,7 +54,7 @@ def main(
     document = window.document
     if limit is not None:
         document.set_settings(replace(document.settings, time_limit_s=limit))
-    gpu = document.landmarks().peak * 6 // 10 + document.graph.device("gpu").fixed_memory
+    gpu = document.landmarks().peak * percent // 100 + document.graph.device("gpu").fixed_memory
     document.set_memory_limits({"gpu": gpu})
 
     def save() -> None:
@@ -76,10 +77,13 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
     parser.add_argument("--size", default="1280x720", help="window size, WIDTHxHEIGHT")
     parser.add_argument("--limit", type=float, help="solver time limit in seconds")
+    parser.add_argument("--percent", type=int, default=60, help="GPU budget, %% of the peak")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     args = _parse(sys.argv[1:])
     width, height = (int(v) for v in args.size.split("x"))
-    raise SystemExit(main(args.out, args.example, args.theme, (width, height), args.limit))
+    raise SystemExit(
+        main(args.out, args.example, args.theme, (width, height), args.limit, args.percent)
+    )

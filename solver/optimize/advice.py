@@ -14,6 +14,7 @@ from solver.document.graph import Graph
 from solver.optimize.backends import registry
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.incumbents import SolveResult
+from solver.optimize.roomier import Roomier
 from solver.status import SolveStatus
 
 __all__ = ["IDLE_SHARE", "WEAK_GAP", "advise", "for_the_window", "idle_devices"]
@@ -64,8 +65,15 @@ def idle_devices(result: SolveResult, no_remat_peak: int | None = None) -> list[
     return idle
 
 
-def advise(result: SolveResult, graph: Graph, time_limit_s: float, backend: str) -> str:
-    """One sentence on what would help ``result``, or "" when nothing needs saying."""
+def advise(
+    result: SolveResult,
+    graph: Graph,
+    time_limit_s: float,
+    backend: str,
+    roomier: Roomier | None = None,
+) -> str:
+    """One sentence on what would help ``result``, or "" when nothing needs saying;
+    ``roomier``: limits at which the construction found a schedule, for one that has none."""
     if result.status in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.ERROR):
         return ""
     have_cpsat = registry.BACKENDS["cpsat"].available()
@@ -76,7 +84,8 @@ def advise(result: SolveResult, graph: Graph, time_limit_s: float, backend: str)
         tips = [longer, "a larger budget"]
         if not have_cpsat:
             tips.append("CP-SAT (pip install -e '.[cpsat]'), which finds schedules sooner")
-        return "no schedule yet: try " + ", ".join(tips)
+        found = f"; {roomier.describe()}" if roomier is not None else ""
+        return "no schedule yet: try " + ", ".join(tips) + found
     parts: list[str] = []
     gap = result.gap
     restricted = result.restricted

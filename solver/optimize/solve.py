@@ -42,6 +42,7 @@ from solver.optimize.miqp import (
 from solver.optimize.offload import OFFLOAD_METHOD
 from solver.optimize.once import explain_saved_floor
 from solver.optimize.relaxation import relaxation_bound
+from solver.optimize.roomier import roomier_limits
 from solver.optimize.saved_start import saved_limit_start
 from solver.status import Progress, SolveStatus
 
@@ -127,7 +128,12 @@ def solve_xengine(
         result = solve_offload(graph, options, on_progress, cancel)
     else:
         result = _solve(graph, options, on_progress, cancel, method)
-    advice = advise(result, graph, options.time_limit_s, options.backend)
+    roomier = None
+    if result.schedule is None and result.status is SolveStatus.TIME_LIMIT:
+        # "a larger budget", with a number: what the construction needs (a few seconds)
+        if cancel is None or not cancel.is_set():
+            roomier = roomier_limits(graph, cancel=cancel)
+    advice = advise(result, graph, options.time_limit_s, options.backend, roomier)
     return replace(result, advice=advice) if advice else result
 
 
