@@ -75,6 +75,8 @@ class Document(QObject):
         super().__init__(parent)
         self._graph: Graph | None = None
         self._result: SolveResult | None = None
+        self._result_limits: dict[str, int] = {}
+        """The limits a result without a schedule was solved for (see ``set_result``)."""
         self._provisional = False
         self._selection: str | None = None
         self._cursor: int | None = None
@@ -197,17 +199,25 @@ class Document(QObject):
         """The result on display is an incumbent of a solve still running (not cached)."""
         return self._provisional
 
-    def set_result(self, result: SolveResult | None, provisional: bool = False) -> None:
+    def set_result(
+        self,
+        result: SolveResult | None,
+        provisional: bool = False,
+        limits: Mapping[str, int] | None = None,
+    ) -> None:
         """Put ``result`` on display; ``provisional`` marks a running solve's incumbent.
 
         A provisional result keeps the step cursor when the new incumbent still has that
         operation, so stepping through a live solve is not reset by every improvement.
+        ``limits`` are the memory limits ``result`` was solved for, when it has no schedule
+        to say so (default: the limits now).
         """
         provisional = provisional and result is not None
         if result is self._result and provisional == self._provisional:
             return
         keep = self._provisional and provisional and self._cursor is not None
         self._result = result
+        self._result_limits = dict(limits) if limits is not None else self.memory_limits
         self._provisional = provisional
         ops = result.timeline.ops if result is not None and result.timeline is not None else ()
         self._cursor = self._cursor if keep and self._cursor < len(ops) else None
@@ -312,9 +322,12 @@ class Document(QObject):
     def is_result_current(self) -> bool:
         """Whether the result on display was found for the current memory limits and structure."""
         result = self._result
-        if result is None or result.schedule is None or self._graph is None:
+        if result is None or self._graph is None:
             return result is None
-        return dict(result.schedule.memory_limits) == self.memory_limits
+        if result.schedule is not None:
+            return dict(result.schedule.memory_limits) == self.memory_limits
+        # no schedule to carry them: a solve that found none at these limits is current
+        return self._result_limits == self.memory_limits
 
     # ----- files -------------------------------------------------------------------------------
     @property

@@ -231,7 +231,7 @@ class SolveController(QObject):
             "solve %d finished: %s %s", worker.request.request_id, result.status.value,
             format_objective(result.objective),
         )  # fmt: skip
-        self._document.set_result(result)
+        self._document.set_result(result, limits=worker.request.graph.memory_limits)
         self.finished.emit(result)
         self.running_changed.emit(False)
 

@@ -151,6 +151,10 @@ def test_window_infeasible_budget_shows_the_explanation(qtbot, make_window):
     shown = window.solver_panel.status_label.text()
     assert "infeasible" in shown and "raise a budget" in shown
     assert "infeasible" in window.result_label.text()
+    # found for the limits on the sliders: not labelled stale (it said "for other memory limits")
+    assert window.document.is_result_current() and "other memory limits" not in shown
+    window.document.set_memory_limits({"gpu": window.document.memory_limits["gpu"] + 1})
+    assert not window.document.is_result_current()
 
 
 def test_window_memory_plots_follow_the_gantt_after_a_solve(qtbot, make_window):
