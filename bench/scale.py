@@ -33,7 +33,7 @@ import resource
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,6 +108,8 @@ class Case:
     percent: int
     """The budgeted device's memory as a percentage of the no-rematerialization peak."""
     time_limit: float
+    solver: str = "cbc"
+    """The backend asked for (``--solver``): CBC runs the plan, CP-SAT the interval model alone."""
 
     @property
     def label(self) -> str:
@@ -200,7 +202,7 @@ def run_case(case: Case) -> dict:
     def on_progress(progress) -> None:
         events.append((time.perf_counter() - started, progress.incumbent, progress.bound))
 
-    options = SolveOptions(time_limit_s=case.time_limit)
+    options = SolveOptions(time_limit_s=case.time_limit, backend=case.solver)
     result = solve_xengine(graph, options, on_progress=on_progress)
     wall = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -304,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", nargs="*", default=["small", "layer", "random"])
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--solver", default="cbc", choices=("cbc", "highs", "cpsat"))
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--json", help="append every record to this JSON-lines file")
     parser.add_argument("--only", nargs="*", help="only cases whose label contains one of these")
@@ -313,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_case(Case(**json.loads(args.case)))))
         return 0
     cases = [c for name in args.suite for c in suite(name, args.time_limit)]
+    cases = [replace(c, solver=args.solver) for c in cases]
     if args.only:
         cases = [c for c in cases if any(part in c.label for part in args.only)]
     for case in cases:  # imports first, outside the timed runs

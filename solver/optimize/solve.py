@@ -28,6 +28,7 @@ from solver.optimize.bounds import explain_infeasible
 from solver.optimize.construct import construct_best
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
+from solver.optimize.handover import RootWatch, root_wait_s
 from solver.optimize.incumbents import Incumbents, ProgressCallback, SolveResult
 from solver.optimize.interval_solve import prove_or_deepen, search_intervals, solve_intervals
 from solver.optimize.intervals import DEFAULT_RUNS
@@ -457,6 +458,8 @@ def _confirm_in_bytes(
     )
     if confirmed or outcome.status in (SolveStatus.INFEASIBLE, SolveStatus.CANCELLED):
         return outcome
+    if outcome.status is SolveStatus.TIME_LIMIT and outcome.bound is None:
+        return outcome  # nothing to confirm, and its time is spent (or CP-SAT took it)
     best.rejected.clear()  # an overrun of the relaxed model is expected here, not an error
     rounded = ", ".join(
         f"{d.name} to {relaxed.memory.unit[k]:.4g} B"
@@ -541,15 +544,29 @@ def _run_model(
             daemon=True,
         )
         search.start()
+    progress = best.merged_progress(on_progress)
+    stop_backend = cancel
+    watch = None
+    if improver == "intervals":
+        watch = RootWatch(root_wait_s(options.time_limit_s), AnyOf(cancel, proven))
+        progress, stop_backend = watch.progress(progress), AnyOf(cancel, watch.stalled)
+        watch.start()
     try:
         outcome = run_backend(
             model.program,
             backend_options,
-            best.merged_progress(on_progress),
-            cancel,
+            progress,
+            stop_backend,
             start=start,
             on_solution=lambda values: best.offer_values(model, values),
         )
+        if watch is not None and search is not None and _stalled(watch, outcome, cancel):
+            why = watch.why(registry.backend(options.backend).label)
+            best.note(why)
+            proven.set()  # the one-worker search stops; both cores go to CP-SAT
+            search.join()
+            _search_then_deepen(best, deadline, cancel, threading.Event(), options.runs, 2)
+            return replace(outcome, status=SolveStatus.TIME_LIMIT, bound=None, message=why)
         if search is not None and outcome.status not in _PROOFS:
             # CBC sometimes gives up well before its limit (ResNet-18 at op level, 60 s: at
             # 43 s, still in its root node); the search keeps the time the user gave.
@@ -561,19 +578,32 @@ def _run_model(
             search.join()
 
 
+def _stalled(watch: RootWatch, outcome: BackendResult, cancel: Cancel | None) -> bool:
+    """Whether the backend was stopped by the watch (not by a proof, a cancel or its end)."""
+    if not watch.stalled.is_set() or outcome.status is not SolveStatus.CANCELLED:
+        return False
+    return cancel is None or not cancel.is_set()
+
+
 _PROOFS = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.CANCELLED)
 """Outcomes after which the neighbourhood search stops at once; after any other it keeps
 the rest of the time (a backend that failed or stopped early leaves it the machine)."""
 
 
 def _search_then_deepen(
-    best: Incumbents, deadline: float, cancel: Cancel | None, stop: Cancel, runs: int
+    best: Incumbents,
+    deadline: float,
+    cancel: Cancel | None,
+    stop: Cancel,
+    runs: int,
+    threads: int = 1,
 ) -> None:
-    """CP-SAT on the interval model beside the full model; once it proves its restricted
+    """CP-SAT on the interval model beside the full model (or in its place, with both cores,
+    once it stalled: :mod:`~solver.optimize.handover`); once it proves its restricted
     optimum, :func:`~solver.optimize.interval_solve.prove_or_deepen` in the time left."""
-    search = search_intervals(best, deadline, cancel, stop, runs)
+    search = search_intervals(best, deadline, cancel, stop, runs, threads=threads)
     if search.restricted is not None and search.restricted.proven:
-        prove_or_deepen(best, deadline, cancel, stop)
+        prove_or_deepen(best, deadline, cancel, stop, threads=threads)
 
 
 def _cover_or_improve(
