@@ -13,6 +13,7 @@ import re
 from solver.document.graph import Graph
 from solver.optimize.backends import registry
 from solver.optimize.bounds import no_remat_peak
+from solver.optimize.handover import STALLED
 from solver.optimize.incumbents import SolveResult
 from solver.optimize.roomier import Roomier
 from solver.status import SolveStatus
@@ -103,9 +104,17 @@ def advise(
         tips = [longer]
         if not have_cpsat and graph.n > 100:
             tips.append("CP-SAT (pip install -e '.[cpsat]') for large graphs")
-        if backend != "cpsat" and have_cpsat and graph.n > 100 and result.restricted is None:
+        stalled = STALLED in result.message
+        if stalled:
+            tips.append("the CP-SAT solver (--solver cpsat) on both cores from the start")
+        elif backend != "cpsat" and have_cpsat and graph.n > 100 and result.restricted is None:
             tips.append("the CP-SAT solver (--solver cpsat)")  # when it has not run yet
         parts.append(f"{why}: try " + " or ".join(tips))
+        if stalled:
+            label = registry.backend(backend).label
+            parts.append(
+                f"{label} did not solve its model's root LP in time, so CP-SAT took over late"
+            )
     idle = idle_devices(result, no_remat_peak(graph))
     if idle:
         parts.append(

@@ -24,13 +24,18 @@ from collections.abc import Callable
 from solver.optimize.backends._common import Cancel
 from solver.status import Progress
 
-__all__ = ["ROOT_WAIT_MIN_S", "ROOT_WAIT_SHARE", "RootWatch", "root_wait_s"]
+__all__ = ["ROOT_WAIT_MIN_S", "ROOT_WAIT_SHARE", "STALLED", "RootWatch", "root_wait_s"]
 
 ROOT_WAIT_MIN_S = 6.0
 """The backend has at least this long for its root LP (it took at most 2.5 s where it helped)."""
 ROOT_WAIT_SHARE = 0.1
 """... or this share of the time limit, when that is longer: a user who gives more time gives
 the root LP more too."""
+
+
+STALLED = "had not solved its root LP"
+"""The words of a result's message after a handover (:meth:`RootWatch.why`): the advice
+reads them (:mod:`solver.optimize.advice`)."""
 
 
 def root_wait_s(time_limit_s: float) -> float:
@@ -84,7 +89,4 @@ class RootWatch:
             self.rooted.wait(min(left, 0.25))
 
     def why(self, backend: str) -> str:
-        return (
-            f"{backend} had not solved its root LP {self.wait_s:.0f} s after it started; "
-            "CP-SAT took both cores"
-        )
+        return f"{backend} {STALLED} {self.wait_s:.0f} s after it started; CP-SAT took both cores"

@@ -47,6 +47,20 @@ def test_a_gap_suggests_time_and_cpsat_only_when_cpsat_has_not_run(chain):
     assert "a longer time limit than 60 s" in after and "cpsat" not in after
 
 
+@needs_cpsat
+def test_a_stalled_cbc_is_named_with_cpsat_from_the_start(chain):
+    # CP-SAT ran (after the handover), yet the tip stands: from the start it has both cores
+    graph, result = chain
+    message = "CBC had not solved its root LP 6 s after it started; CP-SAT took both cores"
+    stalled = weak(result, restricted=Restricted(2, None, False), message=message)
+    text = advise(stalled, graph, 60, "cbc")
+    assert text == (
+        "the gap is 5.0%: try a longer time limit than 60 s or the CP-SAT solver (--solver "
+        "cpsat) on both cores from the start; CBC did not solve its model's root LP in time, so "
+        "CP-SAT took over late"
+    )
+
+
 def test_a_restricted_optimum_names_its_restriction_and_the_wider_search(chain):
     graph, result = chain
     proven = weak(result, restricted=Restricted(2, 40.0, True))
