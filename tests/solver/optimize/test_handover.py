@@ -74,16 +74,23 @@ def _stalling_backend(calls: list[str]):
     return run
 
 
-@needs_cpsat
-def test_a_stalled_cbc_hands_both_cores_to_cpsat(monkeypatch):
-    # CBC never solves its root LP (a stand-in that runs until stopped) and may wait for it
-    # 0.2 s; CP-SAT gets no first phase and no relaxation is there to close the solve early.
-    # The unit chain of 8 layers at budget 4 costs 26 at best (test_more_runs.py): the
-    # answer must be that, found by CP-SAT after the handover, which the log says.
+@pytest.fixture
+def stalling(monkeypatch) -> list[str]:
+    """CBC replaced by a stand-in that never roots (its stops are recorded in the list), and
+    no first phase of CP-SAT: the solve goes straight to CBC with CP-SAT beside it."""
     calls: list[str] = []
     monkeypatch.setattr(solve_module, "run_backend", _stalling_backend(calls))
-    monkeypatch.setattr(solve_module, "root_wait_s", lambda _limit: 0.2)
     monkeypatch.setattr(solve_module, "INTERVALS_FIRST_CAP_S", 0.0)
+    return calls
+
+
+@needs_cpsat
+def test_a_stalled_cbc_hands_both_cores_to_cpsat(stalling, monkeypatch):
+    # CBC may wait 0.2 s for its root LP, and no relaxation is there to close the solve
+    # early. The unit chain of 8 layers at budget 4 costs 26 at best (test_more_runs.py):
+    # the answer must be that, found by CP-SAT after the handover, which the log says.
+    calls = stalling
+    monkeypatch.setattr(solve_module, "root_wait_s", lambda _limit: 0.2)
     monkeypatch.setattr(solve_module, "relaxation_bound", lambda *_a, **_k: None)
     graph = unit_chain(8, budget=4)
     lines: list[str] = []
@@ -100,12 +107,10 @@ def test_a_stalled_cbc_hands_both_cores_to_cpsat(monkeypatch):
 
 
 @needs_cpsat
-def test_a_user_cancel_is_not_a_stall(monkeypatch):
+def test_a_user_cancel_is_not_a_stall(stalling, monkeypatch):
     # The user cancels while CBC has no bound: the solve ends cancelled, no handover.
-    calls: list[str] = []
-    monkeypatch.setattr(solve_module, "run_backend", _stalling_backend(calls))
+    calls = stalling
     monkeypatch.setattr(solve_module, "root_wait_s", lambda _limit: 60.0)
-    monkeypatch.setattr(solve_module, "INTERVALS_FIRST_CAP_S", 0.0)
     graph = unit_chain(8, budget=4)
     cancel = threading.Event()
     lines: list[str] = []
