@@ -51,7 +51,7 @@ def test_a_gap_suggests_time_and_cpsat_only_when_cpsat_has_not_run(chain):
 def test_a_stalled_cbc_is_named_with_cpsat_from_the_start(chain):
     # CP-SAT ran (after the handover), yet the tip stands: from the start it has both cores
     graph, result = chain
-    message = "CBC had not solved its root LP 6 s after it started; CP-SAT took both cores"
+    message = "CBC had not solved its root LP 15 s after it started; CP-SAT took both cores"
     stalled = weak(result, restricted=Restricted(2, None, False), message=message)
     text = advise(stalled, graph, 60, "cbc")
     assert text == (
