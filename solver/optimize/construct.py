@@ -39,9 +39,11 @@ import numpy as np
 
 from solver.document.graph import Graph
 from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
+from solver.document.units import format_size
 from solver.execution.simulate import Timeline, simulate
 from solver.optimize.backends._common import Cancel
 from solver.optimize.bounds import node_requirement
+from solver.optimize.fit_search import FitSearch, FitSearcher
 
 __all__ = ["Construction", "construct", "construct_best", "placements"]
 
@@ -58,6 +60,16 @@ REMAKE_CAP = 64
 RESTART_SECONDS = 5.0
 """A placement every greed leaves stuck is repaired again with chance in its choices (each
 restart picks among the best few drops at random, seeded 1, 2, ...) for at most this long."""
+SEARCH_FIRST_SECONDS = 1.0
+"""A one-device graph every greed leaves stuck is first searched for this long for any
+schedule that fits (:mod:`solver.optimize.fit_search`: it finds one or proves there is none),
+then restarted (:data:`RESTART_SECONDS`: the search's schedules recompute a lot, a restart's
+less), then, if neither found one, searched again for :data:`SEARCH_MORE_SECONDS`."""
+SEARCH_MORE_SECONDS = 4.0
+"""How long the search goes on after the restarts failed (at most, and not past the deadline):
+a stuck graph then has had 10 s, the issue's "a schedule within 10 s", and the solve's
+backends get the rest (CP-SAT finds a first schedule on some graphs where the search needs
+40 s: a 100-node random graph of width 0.5 sqrt(n) at 0.8, seed 3)."""
 RESTART_RATE = 0.7
 """How far down the ranking a restart reaches: the choice is among the best ``1 + X`` drops,
 ``X`` exponential with this rate (mean 1.4)."""
@@ -82,6 +94,8 @@ class Construction:
     timeline: Timeline | None
     reason: str = ""
     seconds: float = 0.0
+    infeasible: bool = False
+    """Whether ``reason`` is a proof that no schedule fits (the backward search ran out)."""
 
 
 def placements(graph: Graph) -> list[list[int]]:
@@ -193,6 +207,20 @@ def construct_best(
             continue
         built.append((repair.predicted_ms(), number, repair))
     if not built and stuck and not _stopped(deadline, cancel):
+        stuck_at = time.monotonic()
+        searcher = FitSearcher(graph) if graph.num_devices == 1 else None
+        # a short look first: it settles most stuck graphs either way in a second
+        if searcher is not None:
+            first_until = stuck_at + SEARCH_FIRST_SECONDS
+            searched = searcher.run(
+                first_until if deadline is None else min(first_until, deadline), cancel
+            )
+            if searched.proven:
+                return _infeasible(graph, searched, started)
+            if searched.keeps is not None:
+                repair = _Repair.from_keeps(graph, [0] * graph.n, searched.keeps)
+                built.append((repair.predicted_ms(), 1, repair))
+        # what the search finds fits but recomputes a lot: a restart may find a cheaper one
         restart_until = time.monotonic() + RESTART_SECONDS
         if deadline is not None:
             restart_until = min(restart_until, deadline)
@@ -204,8 +232,24 @@ def construct_best(
                 built.append((repair.predicted_ms(), 0, repair))
                 break
         else:
-            plural = "" if restarts == 1 else "s"
-            reasons.append(f"nor in {restarts:,} restart{plural} with chance in its choices")
+            if not built:
+                plural = "" if restarts == 1 else "s"
+                reasons.append(f"nor in {restarts:,} restart{plural} with chance in its choices")
+        if not built and searcher is not None and not _stopped(deadline, cancel):
+            more_until = time.monotonic() + SEARCH_MORE_SECONDS
+            searched = searcher.run(
+                more_until if deadline is None else min(more_until, deadline), cancel
+            )
+            if searched.proven:
+                return _infeasible(graph, searched, started)
+            if searched.keeps is not None:
+                repair = _Repair.from_keeps(graph, [0] * graph.n, searched.keeps)
+                built.append((repair.predicted_ms(), 1, repair))
+        if not built and searcher is not None:
+            reasons.append(
+                f"a search for any schedule that fits stopped after {searched.states:,} "
+                f"states ({searched.seconds:.1f} s)"
+            )
     for _, _, repair in sorted(built, key=lambda item: item[:2]):
         # at most as long again as the repairs took (a 500-node graph: 0.4 s, then 2 s)
         spent = max(1.0, time.monotonic() - started)
@@ -218,6 +262,18 @@ def construct_best(
         reasons.append(f"a constructed schedule does not replay: {timeline.violation}")
     why = "; ".join(reasons) or "no placement fits every node"
     return Construction(None, None, f"construction: {why}", time.monotonic() - started)
+
+
+def _infeasible(graph: Graph, searched: FitSearch, started: float) -> Construction:
+    """The construction's answer when the backward search proved that nothing fits."""
+    device = graph.devices[0]
+    plural = "" if searched.states == 1 else "s"
+    why = (
+        f"no schedule fits {format_size(device.activation_budget)} on {device.name}: a "
+        "search of every order of computation and recomputation found none (it ran out "
+        f"after {searched.states:,} state{plural}, {searched.seconds:.1f} s); give it more memory"
+    )
+    return Construction(None, None, why, time.monotonic() - started, infeasible=True)
 
 
 def _repaired(
@@ -291,6 +347,7 @@ class _Repair:
         greed: str = "per-ms",
         candidates: int = 16,
         chance: random.Random | None = None,
+        keep: np.ndarray | None = None,
     ) -> None:
         g = graph
         self.greed = greed
@@ -316,7 +373,41 @@ class _Repair:
         self.plain_ms = float(sum(self.cost))
         self.once = np.zeros(n, dtype=bool)  # computed once: held, never dropped or remade
         self.once[list(g.once)] = True
-        last_use = [max(users, default=-1) for users in g.users]
+        if keep is not None:  # keep sets found elsewhere (a search), to tighten
+            self.keep = keep.copy()
+            self.held = np.zeros((n + 1, self.num_d), dtype=np.int64)
+            for d in range(self.num_d):
+                on_d = self.place_arr == d
+                self.held[:, d] = self.keep[:, on_d].astype(np.int64) @ self.size_arr[on_d]
+        else:
+            self._checkpoint_all()
+        self.ops: list[list[int]] = [self._closure(t) for t in range(n)]
+        self.made = np.zeros((n, n), dtype=bool)  # made[t, i]: stage t computes i
+        self.reads: list[list[int]] = [[] for _ in range(n)]  # stages reading i, sorted
+        for t in range(n):
+            self.made[t, self.ops[t]] = True
+            for i in self._read_by(self.ops[t]):
+                self.reads[i].append(t)
+        self.peak = np.zeros((n, self.num_d), dtype=np.int64)
+        for t in range(n):
+            self.peak[t] = self._stage_peak(t, self.ops[t])
+        self.over = np.maximum(self.peak - self.budget, 0).sum(axis=1)
+
+    @classmethod
+    def from_keeps(
+        cls, graph: Graph, placement: list[int], keeps: Sequence[frozenset[int]]
+    ) -> _Repair:
+        """The schedule whose stage ``t`` starts with ``keeps[t]`` resident (one row more
+        than stages, the last empty), as a repair that can be tightened."""
+        keep = np.zeros((graph.n + 1, graph.n), dtype=bool)
+        for t, ids in enumerate(keeps):
+            keep[t, sorted(ids)] = True
+        return cls(graph, placement, keep=keep)
+
+    def _checkpoint_all(self) -> None:
+        """Keep every tensor from its stage to its last use (the repair's start)."""
+        n = self.n
+        last_use = [max(users, default=-1) for users in self.g.users]
         self.keep = np.zeros((n + 1, n), dtype=bool)
         for i in range(n):
             if last_use[i] > i:
@@ -331,17 +422,6 @@ class _Repair:
             np.add.at(change, (span + 1, self.place_arr[span]), self.size_arr[span])
             np.add.at(change, (ends + 1, self.place_arr[span]), -self.size_arr[span])
         self.held = np.cumsum(change, axis=0)[: n + 1]
-        self.ops: list[list[int]] = [self._closure(t) for t in range(n)]
-        self.made = np.zeros((n, n), dtype=bool)  # made[t, i]: stage t computes i
-        self.reads: list[list[int]] = [[] for _ in range(n)]  # stages reading i, sorted
-        for t in range(n):
-            self.made[t, self.ops[t]] = True
-            for i in self._read_by(self.ops[t]):
-                self.reads[i].append(t)
-        self.peak = np.zeros((n, self.num_d), dtype=np.int64)
-        for t in range(n):
-            self.peak[t] = self._stage_peak(t, self.ops[t])
-        self.over = np.maximum(self.peak - self.budget, 0).sum(axis=1)
 
     # ----- the derived schedule -----------------------------------------------------------
     def _closure(self, t: int) -> list[int]:

@@ -130,7 +130,10 @@ def solve_xengine(
     else:
         result = _solve(graph, options, on_progress, cancel, method)
     roomier = None
-    if result.schedule is None and result.status is SolveStatus.TIME_LIMIT:
+    if result.schedule is None and result.status in (
+        SolveStatus.TIME_LIMIT,
+        SolveStatus.INFEASIBLE,
+    ):
         # "a larger budget", with a number: what the construction needs (a few seconds)
         if cancel is None or not cancel.is_set():
             roomier = roomier_limits(graph, cancel=cancel)
@@ -360,6 +363,13 @@ def start_solve(
             cancel=cancel,
             alternatives_until=started + options.time_limit_s * ALTERNATIVES_SHARE,
         )
+        if built.infeasible:  # the backward search ran out: no schedule fits at all
+            return SolveResult(
+                method,
+                SolveStatus.INFEASIBLE,
+                seconds=time.monotonic() - started,
+                message=built.reason,  # no backend: none ran
+            )
         if built.schedule is not None and built.timeline is not None:
             best.offer(built.schedule, built.timeline, source="the construction")
             best.note(f"construction: {built.timeline.total_ms:.6g} ms in {built.seconds:.1f} s")
