@@ -84,12 +84,14 @@ def print_result(result: SolveResult, concurrent: float | None = None) -> None:
     """``solve`` without ``--json``: one labelled line per fact."""
     how = result.backend or "heuristic"
     if not result.backend and result.status is SolveStatus.INFEASIBLE and result.schedule is None:
-        how = "no solver run: the budgets fail a necessary condition"
+        how = "no solver run: proven before any model was built"
     print(f"method     {result.method} ({how})")
     print(f"status     {result.status.value}")
     if result.message and not result.ok:
         print(printable(f"why        {result.message}"))
     if result.timeline is None:
+        if result.advice:  # how much memory would do, for a result without a schedule
+            print(printable(f"advice     {result.advice}"))
         return
     t = result.timeline
     bound = f", bound {result.bound:.6g}, gap {result.gap:.2%}" if result.gap is not None else ""

@@ -74,8 +74,12 @@ def advise(
     roomier: Roomier | None = None,
 ) -> str:
     """One sentence on what would help ``result``, or "" when nothing needs saying;
-    ``roomier``: limits at which the construction found a schedule, for one that has none."""
-    if result.status in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.ERROR):
+    ``roomier``: limits at which the construction found a schedule, for a result without one
+    (out of time, or proven infeasible)."""
+    if result.status is SolveStatus.INFEASIBLE:
+        # proven: neither time nor a backend helps, only memory; how much, where it is known
+        return roomier.describe() if roomier is not None else ""
+    if result.status in (SolveStatus.OPTIMAL, SolveStatus.ERROR):
         return ""
     have_cpsat = registry.BACKENDS["cpsat"].available()
     longer = f"a longer time limit than {time_limit_s:g} s"

@@ -56,7 +56,28 @@ def test_infeasible_budget_exits_1_with_explanation(capsys):
     assert code == 1
     assert "no schedule can exist" in out and "relu" in out
     # nothing was solved: the first line must not call it a heuristic's answer
-    assert out.startswith("method     xengine (no solver run: the budgets fail a necessary ")
+    assert out.startswith("method     xengine (no solver run: proven before any model was built)")
+
+
+def test_a_budget_no_order_fits_is_proven_with_the_memory_that_has_one(tmp_path, capsys):
+    # every node fits the budget with its inputs (d: 1 + 4 + 6 <= 12), so the necessary
+    # condition sees nothing; but c (6) is made beside its input a (4), and b (4) is held
+    # then (14 B) or remade from a after it, beside c (14 B again): nothing fits, and the
+    # construction's backward search proves it; the checkpoint-all peak (14 B) has room
+    nodes = [
+        {"id": "a", "memory": 4, "cost": {"cpu": 1.0}},
+        {"id": "b", "memory": 4, "cost": {"cpu": 1.0}, "inputs": ["a"]},
+        {"id": "c", "memory": 6, "cost": {"cpu": 1.0}, "inputs": ["a"]},
+        {"id": "d", "memory": 1, "cost": {"cpu": 1.0}, "inputs": ["b", "c"]},
+    ]
+    doc = {"format": "remat-graph", "version": 1, "devices": [{"name": "cpu", "memory": 12}]}
+    doc["nodes"] = nodes
+    code = main(["solve", _write(tmp_path, doc), "--no-store", "--time-limit", "10"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("method     xengine (no solver run: proven before any model was built)")
+    assert "why        no schedule fits 12 B on cpu: a search of every order" in out
+    assert "advice     the construction finds a schedule with cpu at " in out
 
 
 @pytest.mark.parametrize(
