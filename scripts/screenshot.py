@@ -4,8 +4,9 @@
     xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/screenshot.py \
         /tmp/tower.png path/to/tower.graph.json --theme dark --size 1600x1000 --limit 20
 
-Opens ``vgg16`` (or the bundled example or graph file given) with the GPU at 60 % (or
-``--percent``) of its no-rematerialization peak, solves with the window's own settings (CBC;
+Opens ``vgg16`` (or the bundled example or graph file given) with the GPU (or ``--device``,
+or a graph's first device when it has no GPU) at 60 % (or ``--percent``) of its
+no-rematerialization peak, solves with the window's own settings (CBC;
 ``--limit`` seconds), waits for the result to be drawn and saves the window as
 ``docs/images/window.png`` (or the path given).
 """
@@ -31,6 +32,7 @@ def main(
     size: tuple[int, int] = (1280, 720),
     limit: float | None = None,
     percent: int = 60,
+    device: str | None = None,
 ) -> int:
     import pyqtgraph as pg
 
@@ -54,8 +56,10 @@ def main(
     document = window.document
     if limit is not None:
         document.set_settings(replace(document.settings, time_limit_s=limit))
-    gpu = document.landmarks().peak * percent // 100 + document.graph.device("gpu").fixed_memory
-    document.set_memory_limits({"gpu": gpu})
+    names = [d.name for d in document.graph.devices]
+    limited = device or ("gpu" if "gpu" in names else names[0])
+    budget = document.landmarks().peak * percent // 100
+    document.set_memory_limits({limited: budget + document.graph.device(limited).fixed_memory})
 
     def save() -> None:
         window.grab().save(out)
@@ -77,7 +81,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
     parser.add_argument("--size", default="1280x720", help="window size, WIDTHxHEIGHT")
     parser.add_argument("--limit", type=float, help="solver time limit in seconds")
-    parser.add_argument("--percent", type=int, default=60, help="GPU budget, %% of the peak")
+    parser.add_argument("--percent", type=int, default=60, help="budget, %% of the peak")
+    parser.add_argument("--device", help="the device limited (default: gpu, else the first)")
     return parser.parse_args(argv)
 
 
@@ -85,5 +90,13 @@ if __name__ == "__main__":
     args = _parse(sys.argv[1:])
     width, height = (int(v) for v in args.size.split("x"))
     raise SystemExit(
-        main(args.out, args.example, args.theme, (width, height), args.limit, args.percent)
+        main(
+            args.out,
+            args.example,
+            args.theme,
+            (width, height),
+            args.limit,
+            args.percent,
+            args.device,
+        )
     )

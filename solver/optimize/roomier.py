@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from solver.document.graph import Graph
+from solver.document.units import format_size
 from solver.optimize.backends._common import Cancel
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.construct import construct_best
@@ -39,7 +40,8 @@ class Roomier:
 
     def describe(self) -> str:
         parts = [
-            f"{name} at {limit:,} B ({self.percents[name]:.1f} % of the peak without recomputation)"
+            f"{name} at {format_size(limit)} ({limit:,} B, {self.percents[name]:.1f} % of the peak "
+            "without recomputation)"
             for name, limit in self.limits.items()
         ]
         return "the construction finds a schedule with " + " and ".join(parts)

@@ -54,6 +54,7 @@ def test_nothing_to_raise_gives_nothing():
 def test_the_description_names_every_raised_device():
     roomier = Roomier({"gpu": 2_000_000, "cpu": 3_000}, {"gpu": 61.5, "cpu": 40.0})
     assert roomier.describe() == (
-        "the construction finds a schedule with gpu at 2,000,000 B (61.5 % of the peak "
-        "without recomputation) and cpu at 3,000 B (40.0 % of the peak without recomputation)"
+        "the construction finds a schedule with gpu at 1.9 MiB (2,000,000 B, 61.5 % of the "
+        "peak without recomputation) and cpu at 2.9 KiB (3,000 B, 40.0 % of the peak without "
+        "recomputation)"
     )
