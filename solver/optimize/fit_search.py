@@ -153,7 +153,13 @@ class FitSearcher:
         return self.answer
 
     def _search(self, deadline: float | None, cancel: Cancel | None) -> FitSearch:
-        inputs, work, budget, once = self.inputs, self.work, self.budget, self.once
+        inputs, size, work, budget, once = (
+            self.inputs,
+            self.size,
+            self.work,
+            self.budget,
+            self.once,
+        )
         weight, expanded, parent, stack = self._weight, self.expanded, self.parent, self.stack
         while stack:
             if self.states % 256 == 255 and (
@@ -172,13 +178,16 @@ class FitSearcher:
             if s == 0 and resident == 0:
                 return self._done(_keeps(state, parent, self.n), False)
             steps: list[tuple[int, tuple[int, int, int]]] = []
+            # the bytes of a step's inputs not yet resident are both what it needs beyond
+            # ``held`` and what the state before it holds beyond ``held`` less its output
             if s > 0:  # node s - 1 at the end of stage s - 1
                 j = s - 1
                 bit = 1 << j
-                extra = weight((inputs[j] | bit) & ~resident)
-                if held + extra + work[j] <= budget:
+                loaded = weight(inputs[j] & ~resident)
+                output = size[j] if resident & bit else 0  # already counted in ``held``
+                if held + loaded + size[j] - output + work[j] <= budget:
                     after = (resident & ~bit) | inputs[j]
-                    steps.append((weight(after), (after, j, j)))
+                    steps.append((held - output + loaded, (after, j, j)))
             mask = resident
             while mask:
                 low = mask & -mask
@@ -186,10 +195,11 @@ class FitSearcher:
                 r = low.bit_length() - 1
                 if r >= last or r in once:
                     continue
-                if held + weight(inputs[r] & ~resident) + work[r] > budget:
+                loaded = weight(inputs[r] & ~resident)
+                if held + loaded + work[r] > budget:
                     continue
                 after = (resident & ~low) | inputs[r]
-                steps.append((weight(after), (after, s, r)))
+                steps.append((held - size[r] + loaded, (after, s, r)))
             # the lightest popped first; ties by stage and node, so runs are reproducible
             steps.sort(key=lambda step: (-step[0], step[1][1], step[1][2]))
             for after_weight, child in steps:
