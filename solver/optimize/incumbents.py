@@ -114,6 +114,8 @@ class Incumbents:
         """Held while the incumbent changes: a neighbourhood search runs beside the backend."""
         self.floor: float | None = None
         """A bound known without the backend (e.g. every node once on its cheapest device)."""
+        self.floor_source = ""
+        """What found :attr:`floor` ("" when it needs no name)."""
         self._on_progress = on_progress
         self._bound: float | None = None
         self.restricted: Restricted | None = None
@@ -315,13 +317,14 @@ class Incumbents:
         with self.lock:
             return self._clamped(self._best_bound(None), self.cost)
 
-    def raise_floor(self, bound: float, why: str) -> None:
-        """A valid bound found beside the backend (the relaxation): keep it if it is higher,
-        and say so in the log."""
+    def raise_floor(self, bound: float, why: str, source: str = "") -> None:
+        """A valid bound found beside the backend (``source``: the relaxation, say): keep it
+        if it is higher, and say ``why`` in the log."""
         with self.lock:
             if self.floor is not None and bound <= self.floor:
                 return
             self.floor = bound
+            self.floor_source = source
             self._check_closed()
         if why:
             self.note(why)
@@ -338,9 +341,10 @@ class Incumbents:
         """``result`` once :attr:`closed` stopped the solve: the incumbent, optimal by the bound
         it meets. What the stopped searches said (they were cancelled) is dropped; any other
         message (the model too large, say) is kept."""
+        by = f"by {self.floor_source} " if self.floor_source else ""
         why = (
             f"it meets a proven lower bound: no schedule costs less than {self.floor:.6g} ms "
-            f"(found beside the backend; within {100 * self.gap_rel:.2g} %), so the solve "
+            f"(found {by}beside the backend; within {100 * self.gap_rel:.2g} %), so the solve "
             f"stopped there"
         )
         if result.status is not SolveStatus.CANCELLED and result.message:

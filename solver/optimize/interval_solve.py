@@ -262,7 +262,9 @@ def prove_covering(
     def bound_found(scaled: float) -> None:
         bound = min(scaled / model.scale, upper)
         best.raise_floor(
-            bound, f"CP-SAT on covering runs: no schedule costs less than {bound:.6g} ms"
+            bound,
+            f"CP-SAT on covering runs: no schedule costs less than {bound:.6g} ms",
+            "CP-SAT on covering runs",
         )
 
     found = _Solutions(model, best, None)

@@ -86,7 +86,7 @@ def stalling(monkeypatch) -> list[str]:
 
 
 @needs_cpsat
-def test_a_stalled_cbc_hands_both_cores_to_cpsat(stalling, monkeypatch):
+def test_a_stalled_cbc_hands_both_cores_to_cpsat(stalling, monkeypatch, no_exact_search):
     # CBC may wait 0.2 s for its root LP, and no relaxation is there to close the solve
     # early. The unit chain of 8 layers at budget 4 costs 26 at best (test_more_runs.py):
     # the answer must be that, found by CP-SAT after the handover, which the log says.
@@ -108,7 +108,7 @@ def test_a_stalled_cbc_hands_both_cores_to_cpsat(stalling, monkeypatch):
 
 
 @needs_cpsat
-def test_a_user_cancel_is_not_a_stall(stalling, monkeypatch):
+def test_a_user_cancel_is_not_a_stall(stalling, monkeypatch, no_exact_search):
     # The user cancels while CBC has no bound: the solve ends cancelled, no handover.
     calls = stalling
     monkeypatch.setattr(solve_module, "root_wait_s", lambda _limit: 60.0)

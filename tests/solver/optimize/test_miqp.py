@@ -78,7 +78,9 @@ def test_budget_exactly_at_the_peak_in_large_bytes_recomputes_nothing():
 
 
 @pytest.mark.parametrize("cutoff", [False, True])
-def test_one_byte_below_the_peak_is_repaired_in_bytes_and_honest_about_its_bound(cutoff):
+def test_one_byte_below_the_peak_is_repaired_in_bytes_and_honest_about_its_bound(
+    cutoff, no_exact_search
+):
     # Solvers cannot tell 1 byte in 27 GB apart: the relaxed model (sizes rounded down) keeps
     # everything resident, which overruns by a byte; the safe model (sizes up) repairs it.
     # By hand: every op costs >= 1, so one recomputation on top of checkpoint-all is optimal,
@@ -123,7 +125,7 @@ def fake_cbc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None
     monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(script))
 
 
-def test_a_crashed_cbc_still_returns_the_heuristic_schedule(tmp_path, monkeypatch):
+def test_a_crashed_cbc_still_returns_the_heuristic_schedule(tmp_path, monkeypatch, no_exact_search):
     fake_cbc(tmp_path, monkeypatch, "echo 'Segmentation fault'\nkill -SEGV $$\n")
     graph = unit_chain(6, budget=5)
 

@@ -25,7 +25,7 @@ def no_covering(monkeypatch):
 
 
 @needs_cpsat
-def test_a_proven_restriction_is_widened_to_the_optimum(no_covering):
+def test_a_proven_restriction_is_widened_to_the_optimum(no_covering, no_exact_search):
     # The unit chain of 5 layers at budget 4: its optimum, 14 (Checkmate's model on CBC),
     # runs some node twice. The construction's schedule costs 15 and is the best one with
     # at most one run per node (its own runs aside), which CP-SAT proves at once: that is
@@ -41,7 +41,7 @@ def test_a_proven_restriction_is_widened_to_the_optimum(no_covering):
 
 
 @needs_cpsat
-def test_a_restricted_claim_never_outlives_a_cheaper_schedule(no_covering):
+def test_a_restricted_claim_never_outlives_a_cheaper_schedule(no_covering, no_exact_search):
     # The unit chain of 8 layers at budget 4: 27 with one run per node, 26 with two (the
     # optimum). Whatever C the search ends at, the claim is about the schedule returned.
     graph = unit_chain(8, budget=4)

@@ -234,7 +234,7 @@ def test_relaxation_keeps_the_stages_that_hold_most_when_it_must_cut():
 
 # ----- the interval model on CP-SAT --------------------------------------------------------
 @needs_cpsat
-def test_interval_model_with_enough_runs_proves_the_unit_chains_optimum():
+def test_interval_model_with_enough_runs_proves_the_unit_chains_optimum(no_exact_search):
     graph = unit_chain(4, budget=3)
     options = SolveOptions(backend="cpsat", time_limit_s=30, runs=4)
     result = solve_xengine(graph, options)
@@ -288,7 +288,7 @@ def test_the_hint_is_a_complete_feasible_solution(make_graph_):
 
 
 @needs_cpsat
-def test_a_restricted_optimum_is_not_called_optimal():
+def test_a_restricted_optimum_is_not_called_optimal(no_exact_search):
     # The C=2 optimum on this graph is above every bound valid without the restriction, so
     # the result is "feasible", says what CP-SAT proved, and its bound is the valid one.
     graph = _at(random_layered(100, seed=0), 0.9)
@@ -368,7 +368,9 @@ def test_plan_runs_cpsat_beside_cbc_and_alone_above_the_papers_size():
 
 # ----- what the command line says ----------------------------------------------------------
 @needs_cpsat
-def test_solve_json_says_which_model_ran_what_it_proved_and_what_would_help(tmp_path, capsys):
+def test_solve_json_says_which_model_ran_what_it_proved_and_what_would_help(
+    tmp_path, capsys, no_exact_search
+):
     from solver.cli import main
     from solver.document.graph_io import graph_to_dict
     from solver.document.json_io import write_json
