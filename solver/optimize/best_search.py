@@ -162,7 +162,7 @@ class BestSearcher(FitSearcher):
             f, negative_g, _, state, held, before = heapq.heappop(queue)
             g = -negative_g
             resident, s, last = state
-            if _dominated(expanded, s, last, resident):
+            if state in came_from or _dominated(expanded, s, last, resident):
                 continue  # a subset was expanded with no more cost after it
             self.bound = max(self.bound, f)  # every state left has f at least this
             lowest = (resident & -resident).bit_length() - 1
@@ -180,19 +180,16 @@ class BestSearcher(FitSearcher):
                 loaded = weight(inputs[j] & ~resident)
                 output = size[j] if resident & bit else 0
                 step = g + cost[j]
-                if held + loaded + size[j] - output + work[j] <= budget and step + ahead[j] < limit:
-                    after = (resident & ~bit) | inputs[j]
+                child = ((resident & ~bit) | inputs[j], j, j)
+                if (
+                    held + loaded + size[j] - output + work[j] <= budget
+                    and step + ahead[j] < limit
+                    and child not in came_from  # expanded already, at no more cost
+                ):
                     self.pushed += 1
                     heapq.heappush(
                         queue,
-                        (
-                            step + ahead[j],
-                            -step,
-                            self.pushed,
-                            (after, j, j),
-                            held - output + loaded,
-                            state,
-                        ),
+                        (step + ahead[j], -step, self.pushed, child, held - output + loaded, state),
                     )
             mask = resident
             while mask:
@@ -207,18 +204,13 @@ class BestSearcher(FitSearcher):
                 loaded = weight(inputs[r] & ~resident)
                 if held + loaded + work[r] > budget:
                     continue
-                after = (resident & ~low) | inputs[r]
+                child = ((resident & ~low) | inputs[r], s, r)
+                if child in came_from:
+                    continue
                 self.pushed += 1
                 heapq.heappush(
                     queue,
-                    (
-                        step + ahead[s],
-                        -step,
-                        self.pushed,
-                        (after, s, r),
-                        held - size[r] + loaded,
-                        state,
-                    ),
+                    (step + ahead[s], -step, self.pushed, child, held - size[r] + loaded, state),
                 )
         # out of states: nothing fits, or nothing is cheaper than the ceiling
         self.best = BestSearch(None, None, limit, math.isinf(limit), self.states, self._spent())
