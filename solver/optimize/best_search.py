@@ -146,7 +146,7 @@ class BestSearcher(FitSearcher):
         pops = 0
         while queue:
             pops += 1
-            if pops % 4096 == 0:
+            if pops % 4096 == 1:  # the first pop too: a deadline passed stops at once
                 known = ceiling() if ceiling is not None else None
                 if known is not None and known < limit:
                     limit = known
