@@ -317,13 +317,24 @@ def _exact_search_beside(start: SolveStart, halt: Cancel) -> Iterator[None]:
         return
     stop = threading.Event()
 
+    noted = [time.monotonic()]
+
+    def risen(bound: float) -> None:
+        # in the log every few seconds, so a user sees what the search is doing
+        now = time.monotonic()
+        said = ""
+        if now - noted[0] >= EXACT_NOTE_S:
+            noted[0] = now
+            said = f"exact search: no schedule costs less than {bound:.6g} ms so far"
+        best.raise_floor(bound, said, EXACT)
+
     def run() -> None:
         try:
             searcher = BestSearcher(graph)
             found = searcher.run(
                 start.deadline,
                 AnyOf(stop, halt),
-                on_bound=lambda bound: best.raise_floor(bound, "", EXACT),
+                on_bound=risen,
                 ceiling=lambda: best.cost,  # nothing as dear as the incumbent is queued
             )
             _offer_exact(best, found)
@@ -363,6 +374,9 @@ def _offer_exact(best: Incumbents, found: BestSearch) -> None:
 
 EXACT = "the exact search (A* over every order of computation and recomputation)"
 """How results and logs name :mod:`solver.optimize.best_search`."""
+
+EXACT_NOTE_S = 5.0
+"""The exact search's rising bound is written to the log at most this often."""
 
 EXACT_SEARCH_NODES = 2_000
 """The exact search runs beside solves of graphs up to this size: above it every state's
