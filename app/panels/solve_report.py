@@ -14,6 +14,7 @@ import re
 
 from solver.document.units import format_ms, format_size
 from solver.optimize.advice import for_the_window
+from solver.optimize.incumbents import MEETS_A_BOUND
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
@@ -159,6 +160,10 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
                 f"{device} runs nothing: the solve ended before it could use its "
                 f"{format_size(budget)} activation budget."
             )
+    if result.status is SolveStatus.OPTIMAL and MEETS_A_BOUND in result.message:
+        # proven beside the model (the exact search, the relaxation): say by what, since the
+        # model's line below would otherwise read as the proof
+        notes.append(_as_sentence(result.message[result.message.index(MEETS_A_BOUND) :]))
     if result.variables or result.constraints:
         model = f"{result.variables:,} variables, {result.constraints:,} constraints"
         # "Model: retention intervals (C=2), ...": in brackets, its own brackets nested

@@ -60,6 +60,11 @@ class Restricted:
         return f"searched schedules with {what}"
 
 
+MEETS_A_BOUND = "it meets a proven lower bound"
+"""How a result's message says its schedule was proven by a bound found beside the backend
+(the window shows that message with an optimal result)."""
+
+
 @dataclass(frozen=True)
 class SolveResult:
     """The outcome of one solve (model.md §4). ``schedule`` and ``timeline`` are set together,
@@ -273,7 +278,7 @@ class Incumbents:
             # The schedule costs what a proven lower bound says nothing beats (e.g. every node
             # once on its cheapest device): optimal, whoever stopped first.
             status = SolveStatus.OPTIMAL
-            message = f"{message}; it meets a proven lower bound"
+            message = f"{message}; {MEETS_A_BOUND}"
         info = SolverInfo(
             method=self.method,
             backend=self.backend,
@@ -343,7 +348,7 @@ class Incumbents:
         message (the model too large, say) is kept."""
         by = f"by {self.floor_source} " if self.floor_source else ""
         why = (
-            f"it meets a proven lower bound: no schedule costs less than {self.floor:.6g} ms "
+            f"{MEETS_A_BOUND}: no schedule costs less than {self.floor:.6g} ms "
             f"(found {by}beside the backend; within {100 * self.gap_rel:.2g} %), so the solve "
             f"stopped there"
         )

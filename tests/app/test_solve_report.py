@@ -78,6 +78,17 @@ def test_report_says_nothing_about_an_optimal_result(document):
     assert result_notes(result) == []
 
 
+def test_report_names_the_search_that_proved_an_optimal_result(document):
+    # the model's size line would otherwise read as the proof
+    message = (
+        "it meets a proven lower bound: no schedule costs less than 11 ms (found by the exact "
+        "search beside the backend; within 0.01 %), so the solve stopped there"
+    )
+    result = replace(document.result, status=SolveStatus.OPTIMAL, gap=0.0, message=message)
+    assert result_notes(result) == ["It" + message[2:] + "."]
+    assert result_notes(replace(result, status=SolveStatus.FEASIBLE, gap=None)) == []
+
+
 def test_log_drops_the_mps_reader_and_reads_cbc_progress():
     assert readable_log_line("At line 341751 COLUMNS") is None
     assert readable_log_line("Coin0001I At line 15 NAME          MODEL") is None
