@@ -77,7 +77,7 @@ def test_covering_proof_meets_the_checkmate_optimum(graph):
 
 
 @needs_cpsat
-def test_cpsat_alone_proves_the_four_layer_chain_optimal_past_its_restriction():
+def test_cpsat_alone_proves_the_four_layer_chain_optimal_past_its_restriction(no_exact_search):
     # The relaxation bounds this chain at 12 and C = 2 holds no schedule of it; the
     # covering runs prove the independently known optimum, 15, for every schedule.
     graph = unit_chain(4, budget=3)

@@ -86,7 +86,7 @@ def test_once_adds_one_row_per_node() -> None:
 
 
 @pytest.mark.skipif(not intervals.available(), reason="ortools is not installed")
-def test_interval_model_holds_the_random_node() -> None:
+def test_interval_model_holds_the_random_node(no_exact_search) -> None:
     graph = pressure_graph(True)
     options = SolveOptions(backend="cpsat", time_limit_s=30, runs=3, warm_start=False)
     result = solve_xengine(graph, options)
