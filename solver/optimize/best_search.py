@@ -131,14 +131,7 @@ class BestSearcher(FitSearcher):
         on_bound: Callable[[float], None] | None,
         ceiling: Callable[[], float | None] | None,
     ) -> BestSearch:
-        inputs, size, work, budget, once = (
-            self.inputs,
-            self.size,
-            self.work,
-            self.budget,
-            self.once,
-        )
-        cost, ahead, weight = self.cost, self.ahead, self._weight
+        cost, ahead, steps_back = self.cost, self.ahead, self.steps_back
         expanded, came_from, queue = self.expanded, self.came_from, self.queue
         told = self.bound
         known = ceiling() if ceiling is not None else None
@@ -174,44 +167,14 @@ class BestSearcher(FitSearcher):
                     _keeps(state, came_from, self.n), g, g, True, self.states, self._spent()
                 )
                 return self.best
-            if s > 0:  # node s - 1 at the end of stage s - 1
-                j = s - 1
-                bit = 1 << j
-                loaded = weight(inputs[j] & ~resident)
-                output = size[j] if resident & bit else 0
-                step = g + cost[j]
-                child = ((resident & ~bit) | inputs[j], j, j)
-                if (
-                    held + loaded + size[j] - output + work[j] <= budget
-                    and step + ahead[j] < limit
-                    and child not in came_from  # expanded already, at no more cost
-                ):
+            for held_before, child in steps_back(resident, s, last, held):
+                step = g + cost[child[2]]  # the operation computes the child's node
+                if step + ahead[child[1]] < limit and child not in came_from:
                     self.pushed += 1
                     heapq.heappush(
                         queue,
-                        (step + ahead[j], -step, self.pushed, child, held - output + loaded, state),
+                        (step + ahead[child[1]], -step, self.pushed, child, held_before, state),
                     )
-            mask = resident
-            while mask:
-                low = mask & -mask
-                mask ^= low
-                r = low.bit_length() - 1
-                if r >= last or r in once:
-                    continue
-                step = g + cost[r]
-                if step + ahead[s] >= limit:
-                    continue
-                loaded = weight(inputs[r] & ~resident)
-                if held + loaded + work[r] > budget:
-                    continue
-                child = ((resident & ~low) | inputs[r], s, r)
-                if child in came_from:
-                    continue
-                self.pushed += 1
-                heapq.heappush(
-                    queue,
-                    (step + ahead[s], -step, self.pushed, child, held - size[r] + loaded, state),
-                )
         # out of states: nothing fits, or nothing is cheaper than the ceiling
         self.best = BestSearch(None, None, limit, math.isinf(limit), self.states, self._spent())
         return self.best

@@ -207,19 +207,23 @@ def construct_best(
             continue
         built.append((repair.predicted_ms(), number, repair))
     if not built and stuck and not _stopped(deadline, cancel):
-        stuck_at = time.monotonic()
         searcher = FitSearcher(graph) if graph.num_devices == 1 else None
+
+        def search_on(seconds: float) -> FitSearch:
+            """The search for ``seconds`` more (not past the deadline); what it finds is built."""
+            assert searcher is not None
+            until = time.monotonic() + seconds
+            found = searcher.run(until if deadline is None else min(until, deadline), cancel)
+            if found.keeps is not None:
+                repair = _Repair.from_keeps(graph, [0] * graph.n, found.keeps)
+                built.append((repair.predicted_ms(), 1, repair))
+            return found
+
         # a short look first: it settles most stuck graphs either way in a second
         if searcher is not None:
-            first_until = stuck_at + SEARCH_FIRST_SECONDS
-            searched = searcher.run(
-                first_until if deadline is None else min(first_until, deadline), cancel
-            )
+            searched = search_on(SEARCH_FIRST_SECONDS)
             if searched.proven:
                 return _infeasible(graph, searched, started)
-            if searched.keeps is not None:
-                repair = _Repair.from_keeps(graph, [0] * graph.n, searched.keeps)
-                built.append((repair.predicted_ms(), 1, repair))
         # what the search finds fits but recomputes a lot: a restart may find a cheaper one
         restart_until = time.monotonic() + RESTART_SECONDS
         if deadline is not None:
@@ -236,15 +240,9 @@ def construct_best(
                 plural = "" if restarts == 1 else "s"
                 reasons.append(f"nor in {restarts:,} restart{plural} with chance in its choices")
         if not built and searcher is not None and not _stopped(deadline, cancel):
-            more_until = time.monotonic() + SEARCH_MORE_SECONDS
-            searched = searcher.run(
-                more_until if deadline is None else min(more_until, deadline), cancel
-            )
+            searched = search_on(SEARCH_MORE_SECONDS)
             if searched.proven:
                 return _infeasible(graph, searched, started)
-            if searched.keeps is not None:
-                repair = _Repair.from_keeps(graph, [0] * graph.n, searched.keeps)
-                built.append((repair.predicted_ms(), 1, repair))
         if not built and searcher is not None:
             reasons.append(
                 f"a search for any schedule that fits stopped after {searched.states:,} "

@@ -152,15 +152,44 @@ class FitSearcher:
         self.answer = FitSearch(keeps, proven, self.states, self._spent())
         return self.answer
 
-    def _search(self, deadline: float | None, cancel: Cancel | None) -> FitSearch:
-        inputs, size, work, budget, once = (
+    def steps_back(
+        self, resident: int, s: int, last: int, held: int
+    ) -> list[tuple[int, tuple[int, int, int]]]:
+        """The steps back from state ``(resident, s, last)`` (``held`` its bytes) that fit the
+        budget, as ``(bytes held before the step, the state before it)``; the step's
+        operation computes that state's node ``[2]`` (in its stage ``[1]``)."""
+        inputs, size, work, budget, weight = (
             self.inputs,
             self.size,
             self.work,
             self.budget,
-            self.once,
+            self._weight,
         )
-        weight, expanded, parent, stack = self._weight, self.expanded, self.parent, self.stack
+        steps: list[tuple[int, tuple[int, int, int]]] = []
+        # the bytes of a step's inputs not yet resident are both what it needs beyond
+        # ``held`` and what the state before it holds beyond ``held`` less its output
+        if s > 0:  # node s - 1 at the end of stage s - 1
+            j = s - 1
+            bit = 1 << j
+            loaded = weight(inputs[j] & ~resident)
+            output = size[j] if resident & bit else 0  # already counted in ``held``
+            if held + loaded + size[j] - output + work[j] <= budget:
+                steps.append((held - output + loaded, ((resident & ~bit) | inputs[j], j, j)))
+        once = self.once
+        mask = resident
+        while mask:
+            low = mask & -mask
+            mask ^= low
+            r = low.bit_length() - 1
+            if r >= last or r in once:
+                continue
+            loaded = weight(inputs[r] & ~resident)
+            if held + loaded + work[r] <= budget:
+                steps.append((held - size[r] + loaded, ((resident & ~low) | inputs[r], s, r)))
+        return steps
+
+    def _search(self, deadline: float | None, cancel: Cancel | None) -> FitSearch:
+        expanded, parent, stack = self.expanded, self.parent, self.stack
         while stack:
             if self.states % 256 == 255 and (
                 self.states >= MAX_STATES
@@ -177,29 +206,7 @@ class FitSearcher:
             self.states += 1
             if s == 0 and resident == 0:
                 return self._done(_keeps(state, parent, self.n), False)
-            steps: list[tuple[int, tuple[int, int, int]]] = []
-            # the bytes of a step's inputs not yet resident are both what it needs beyond
-            # ``held`` and what the state before it holds beyond ``held`` less its output
-            if s > 0:  # node s - 1 at the end of stage s - 1
-                j = s - 1
-                bit = 1 << j
-                loaded = weight(inputs[j] & ~resident)
-                output = size[j] if resident & bit else 0  # already counted in ``held``
-                if held + loaded + size[j] - output + work[j] <= budget:
-                    after = (resident & ~bit) | inputs[j]
-                    steps.append((held - output + loaded, (after, j, j)))
-            mask = resident
-            while mask:
-                low = mask & -mask
-                mask ^= low
-                r = low.bit_length() - 1
-                if r >= last or r in once:
-                    continue
-                loaded = weight(inputs[r] & ~resident)
-                if held + loaded + work[r] > budget:
-                    continue
-                after = (resident & ~low) | inputs[r]
-                steps.append((held - size[r] + loaded, (after, s, r)))
+            steps = self.steps_back(resident, s, last, held)
             # the lightest popped first; ties by stage and node, so runs are reproducible
             steps.sort(key=lambda step: (-step[0], step[1][1], step[1][2]))
             for after_weight, child in steps:
