@@ -45,7 +45,7 @@ from solver.optimize.backends._common import Cancel
 from solver.optimize.bounds import node_requirement
 from solver.optimize.fit_search import FitSearch, FitSearcher
 
-__all__ = ["Construction", "construct", "construct_best", "placements"]
+__all__ = ["Construction", "construct", "construct_best", "placements", "schedule_from_keeps"]
 
 GREEDS = (("per-ms", 16), ("per-ms", 48), ("relief", 48))
 """How a repair picks among helpful drops, and how many it evaluates per batch: the most
@@ -260,6 +260,14 @@ def construct_best(
         reasons.append(f"a constructed schedule does not replay: {timeline.violation}")
     why = "; ".join(reasons) or "no placement fits every node"
     return Construction(None, None, f"construction: {why}", time.monotonic() - started)
+
+
+def schedule_from_keeps(graph: Graph, keeps: Sequence[frozenset[int]], method: str) -> Schedule:
+    """The one-device schedule whose stage ``t`` starts with ``keeps[t]`` resident (node
+    indices, one row more than stages): each stage computes what it needs and nothing more.
+    How the searches' walks (:mod:`solver.optimize.fit_search`, ``best_search``) become
+    schedules; the caller replays it."""
+    return _Repair.from_keeps(graph, [0] * graph.n, keeps).schedule(method)
 
 
 def _infeasible(graph: Graph, searched: FitSearch, started: float) -> Construction:

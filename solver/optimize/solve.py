@@ -10,7 +10,6 @@ more than the solver claimed, is never returned as valid.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Iterator
@@ -25,9 +24,9 @@ from solver.optimize.advice import advise
 from solver.optimize.backends import BackendOptions, BackendResult, registry, run_backend
 from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits, chen_greedy
-from solver.optimize.best_search import BestSearch, BestSearcher
 from solver.optimize.bounds import explain_infeasible
-from solver.optimize.construct import _Repair, construct_best
+from solver.optimize.construct import construct_best
+from solver.optimize.exact_beside import exact_search_beside
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
 from solver.optimize.handover import RootWatch, root_wait_s
@@ -161,7 +160,10 @@ def _solve(
     # Every search below stops when the user cancels or when a bound found beside them
     # proves the incumbent (Incumbents.closed); the result then says which.
     halt = AnyOf(cancel, start.best.closed)
-    with _relaxation_beside(start, options, cancel), _exact_search_beside(start, halt):
+    with (
+        _relaxation_beside(start, options, cancel),
+        exact_search_beside(start.best, start.deadline, halt),
+    ):
         result = _run_plan(start, plan, options, on_progress, halt)
     user_cancelled = cancel is not None and cancel.is_set()
     stopped_by_bound = start.best.closed.is_set() and result.status is not SolveStatus.OPTIMAL
@@ -303,84 +305,6 @@ def _relaxation_beside(
         stop.set()  # its CBC stops at once, its build within 4,096 rows
         thread.join(timeout=5.0)
 
-
-@contextmanager
-def _exact_search_beside(start: SolveStart, halt: Cancel) -> Iterator[None]:
-    """On a graph with one device, run :mod:`solver.optimize.best_search`'s A* on a thread of
-    its own while the solve runs: its bound raises the incumbents' floor as it rises, and the
-    optimum it proves is offered and closes the solve. (Pure Python, it shares the GIL with
-    the model's build; CBC and CP-SAT run outside it.)"""
-    best = start.best
-    graph = best.graph
-    if graph.num_devices != 1 or graph.n > EXACT_SEARCH_NODES:
-        yield
-        return
-    stop = threading.Event()
-
-    noted = [time.monotonic()]
-
-    def risen(bound: float) -> None:
-        # in the log every few seconds, so a user sees what the search is doing
-        now = time.monotonic()
-        said = ""
-        if now - noted[0] >= EXACT_NOTE_S:
-            noted[0] = now
-            said = f"exact search: no schedule costs less than {bound:.6g} ms so far"
-        best.raise_floor(bound, said, EXACT)
-
-    def run() -> None:
-        try:
-            searcher = BestSearcher(graph)
-            found = searcher.run(
-                start.deadline,
-                AnyOf(stop, halt),
-                on_bound=risen,
-                ceiling=lambda: best.cost,  # nothing as dear as the incumbent is queued
-            )
-            _offer_exact(best, found)
-        except Exception:  # a bound is a bonus: never let it cost the solve
-            logger.exception("the exact search failed")
-
-    thread = threading.Thread(target=run, name="xengine-exact-search", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5.0)
-
-
-def _offer_exact(best: Incumbents, found: BestSearch) -> None:
-    """What the A* found: the optimum (replayed before it counts), or the bound it reached."""
-    states = f"{found.states:,} states, {found.seconds:.1f} s"
-    if found.keeps is not None and found.cost is not None:
-        graph = best.graph
-        schedule = _Repair.from_keeps(graph, [0] * graph.n, found.keeps).schedule(best.method)
-        timeline = simulate(graph, schedule)
-        if not timeline.valid or timeline.total_ms > found.cost * (1 + 1e-9) + 1e-9:
-            best.note(f"exact search: its schedule does not replay as found ({states})")
-            return
-        best.offer(schedule, timeline, source="the exact search")
-        best.raise_floor(
-            timeline.total_ms,
-            f"exact search: {timeline.total_ms:.6g} ms is the optimum, no schedule costs less "
-            f"({states})",
-            EXACT,
-        )
-    elif found.bound > 0 and math.isfinite(found.bound):
-        best.raise_floor(found.bound, "", EXACT)
-        best.note(f"exact search: no schedule costs less than {found.bound:.6g} ms ({states})")
-
-
-EXACT = "the exact search (A* over every order of computation and recomputation)"
-"""How results and logs name :mod:`solver.optimize.best_search`."""
-
-EXACT_NOTE_S = 5.0
-"""The exact search's rising bound is written to the log at most this often."""
-
-EXACT_SEARCH_NODES = 2_000
-"""The exact search runs beside solves of graphs up to this size: above it every state's
-bitmasks are large and the bound it reaches in a minute is the plain cost."""
 
 RELAXATION_SECONDS = 10.0
 RELAXATION_SHARE = 0.15

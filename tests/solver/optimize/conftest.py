@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.optimize import solve as solve_module
+from solver.optimize import exact_beside
 
 
 @pytest.fixture
@@ -12,4 +12,4 @@ def no_exact_search(monkeypatch):
     """Without the exact search beside one-device solves: it proves the small graphs that
     test other parts of the solve (CBC's handover, CP-SAT's restrictions, a crashed CBC)
     before those parts have anything to do."""
-    monkeypatch.setattr(solve_module, "EXACT_SEARCH_NODES", 0)
+    monkeypatch.setattr(exact_beside, "EXACT_SEARCH_NODES", 0)

@@ -22,7 +22,7 @@ from solver.document.random_graphs import random_layered
 from solver.execution.simulate import simulate
 from solver.optimize.best_search import BestSearcher
 from solver.optimize.bounds import lower_bound, no_remat_peak
-from solver.optimize.construct import _Repair
+from solver.optimize.construct import schedule_from_keeps
 from solver.optimize.solve import SolveOptions, solve_xengine
 from solver.status import SolveStatus
 
@@ -32,7 +32,7 @@ def _at(graph: Graph, budget: int) -> Graph:
 
 
 def _replayed(graph: Graph, keeps: list[frozenset[int]]) -> float:
-    timeline = simulate(graph, _Repair.from_keeps(graph, [0] * graph.n, keeps).schedule("best"))
+    timeline = simulate(graph, schedule_from_keeps(graph, keeps, "best"))
     assert timeline.valid, timeline.violation
     return timeline.total_ms
 

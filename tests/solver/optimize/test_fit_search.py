@@ -21,7 +21,7 @@ from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule, simulate
 from solver.optimize import construct as construct_module
 from solver.optimize.bounds import lower_bound, no_remat_peak
-from solver.optimize.construct import _Repair, construct_best
+from solver.optimize.construct import construct_best, schedule_from_keeps
 from solver.optimize.fit_search import FitSearcher, search_fit
 from solver.optimize.solve import SolveOptions, solve_xengine
 from solver.status import SolveStatus
@@ -32,7 +32,7 @@ def _at(graph: Graph, budget: int) -> Graph:
 
 
 def _schedule_of(graph: Graph, keeps: list[frozenset[int]]):
-    return _Repair.from_keeps(graph, [0] * graph.n, keeps).schedule("fit")
+    return schedule_from_keeps(graph, keeps, "fit")
 
 
 def _least_budget(graph: Graph) -> int:
