@@ -20,6 +20,7 @@ from solver.document.units import format_ms, format_size
 from solver.errors import printable
 from solver.execution.concurrent import concurrent_makespan
 from solver.execution.simulate import Timeline
+from solver.optimize.incumbents import MEETS_A_BOUND
 from solver.optimize.solve import SolveResult
 from solver.status import SolveStatus
 
@@ -85,10 +86,16 @@ def print_result(result: SolveResult, concurrent: float | None = None) -> None:
     how = result.backend or "heuristic"
     if not result.backend and result.status is SolveStatus.INFEASIBLE and result.schedule is None:
         how = "no solver run: proven before any model was built"
+    closed = result.status is SolveStatus.OPTIMAL and MEETS_A_BOUND in result.message
+    if closed and result.backend and not result.variables and not result.formulation:
+        how = f"{result.backend} stopped before it built a model: proven beside it"
     print(f"method     {result.method} ({how})")
     print(f"status     {result.status.value}")
     if result.message and not result.ok:
         print(printable(f"why        {result.message}"))
+    elif closed:  # who proved it, when not the backend
+        proof = result.message[result.message.index(MEETS_A_BOUND) :]
+        print(printable(f"proof      {proof}"))
     if result.timeline is None:
         if result.advice:  # how much memory would do, for a result without a schedule
             print(printable(f"advice     {result.advice}"))

@@ -432,3 +432,24 @@ def test_the_size_line_says_when_no_model_was_built(capsys):
         "the retention intervals (C=2) model was not built)",
         "12 variables, 34 constraints, retention intervals (C=2))",
     ]
+
+
+def test_a_solve_closed_before_the_backend_built_its_model_says_who_proved_it(capsys):
+    # the exact search can prove a one-device schedule before CBC has a model; the first
+    # line then must not read as if CBC had solved it, and the proof names the search
+    from dataclasses import replace
+
+    from solver.cli.output import print_result
+    from solver.optimize.incumbents import MEETS_A_BOUND
+    from solver.optimize.solve import SolveOptions, solve_xengine
+
+    solved = solve_xengine(load_graph(ROOT / "resources/graphs/chain.graph.json"), SolveOptions())
+    why = f"{MEETS_A_BOUND}: no schedule costs less than 9 ms (found by the exact search beside"
+    closed = replace(solved, backend="CBC", variables=0, constraints=0, formulation="")
+    print_result(replace(closed, message=why))
+    out = capsys.readouterr().out
+    assert out.startswith("method     xengine (CBC stopped before it built a model: proven beside")
+    assert f"proof      {why}" in out
+    print_result(replace(solved, backend="CBC", message=""))  # CBC's own proof: as before
+    out = capsys.readouterr().out
+    assert out.startswith("method     xengine (CBC)\n") and "proof" not in out
