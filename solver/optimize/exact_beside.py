@@ -13,7 +13,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from solver.execution.simulate import simulate
@@ -60,13 +60,20 @@ def exact_search_beside(best: Incumbents, deadline: float, halt: Cancel) -> Iter
 
     def run() -> None:
         try:
-            found = BestSearcher(graph).run(
+            searcher = BestSearcher(graph)
+            trailing = _Trailing(searcher, best, deadline)
+            found = searcher.run(
                 deadline,
-                AnyOf(stop, halt),
+                AnyOf(stop, halt, trailing),
                 on_bound=risen,
                 ceiling=lambda: best.cost,  # nothing as dear as the incumbent is queued
             )
             _offer(best, found)
+            if trailing.fired and not found.proven:
+                best.note(
+                    "exact search: stopped, its bound trails another and rises too slowly to "
+                    "prove the incumbent in the time left; its core goes to the others"
+                )
         except Exception:  # a bound is a bonus: never let it cost the solve
             logger.exception("the exact search failed")
 
@@ -77,6 +84,50 @@ def exact_search_beside(best: Incumbents, deadline: float, halt: Cancel) -> Iter
     finally:
         stop.set()
         thread.join(timeout=5.0)
+
+
+class _Trailing:
+    """Set once the search's bound trails another prover's (CBC's, say) and, at the pace it
+    has risen so far, would not reach the incumbent before the deadline: its one hope was to
+    prove the incumbent by running out of states, and the core it takes is then worth more to
+    the backend and CP-SAT. Its bound stays in the solve as it stood.
+
+    Measured (one device, 60 s, docs/solver.md): on U-Net at 60 % its bound rose 0.1 ms a
+    second, 7 ms short of the optimum and behind CBC's after 4 s, while it slowed CBC's proof
+    from 7 s to 12 s; on the 100-node random graphs it leads CBC's, and goes on."""
+
+    def __init__(
+        self,
+        searcher: BestSearcher,
+        best: Incumbents,
+        deadline: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.searcher, self.best, self.deadline, self.clock = searcher, best, deadline, clock
+        self.looked = clock()
+        self.first: tuple[float, float] | None = None  # (when, bound) first seen
+        self.fired = False
+
+    def is_set(self) -> bool:
+        now = self.clock()
+        if self.fired or now - self.looked < TRAILING_LOOK_S:
+            return self.fired
+        self.looked = now
+        mine, cost = self.searcher.bound, self.best.cost
+        if self.first is None:
+            self.first = (now, mine)
+            return False
+        other = self.best.bound_besides(EXACT)
+        if cost is None or other is None or other <= mine:
+            return False
+        pace = (mine - self.first[1]) / (now - self.first[0])
+        self.fired = mine + pace * (self.deadline - now) < cost
+        return self.fired
+
+
+TRAILING_LOOK_S = 2.0
+"""How often the search asks whether it trails (:class:`_Trailing`); its pace is measured from
+its first look on."""
 
 
 def _offer(best: Incumbents, found: BestSearch) -> None:

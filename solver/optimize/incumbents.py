@@ -317,6 +317,14 @@ class Incumbents:
 
     _elapsed = elapsed
 
+    def bound_besides(self, source: str) -> float | None:
+        """The best bound known from anyone but ``source``: the backend's, or a floor another
+        search raised (a floor ``source`` raised hides lower ones, which trail it anyway)."""
+        with self.lock:
+            floor = self.floor if self.floor_source != source else None
+            known = [b for b in (self._bound, floor) if b is not None]
+            return max(known) if known else None
+
     def floor_bound(self) -> float | None:
         """The best bound known without the backend, clamped to the incumbent."""
         with self.lock:

@@ -107,3 +107,57 @@ def test_a_one_device_solve_is_closed_by_it() -> None:
     assert result.timeline.total_ms == pytest.approx(22.888748710000005, rel=1e-9)
     assert time.monotonic() - started < 30
     assert "(found by the exact search (A* over every order" in result.message
+
+
+class _Searcher:
+    bound = 0.0
+
+
+class _Best:
+    def __init__(self, cost: float | None, other: float | None) -> None:
+        self.cost, self.other = cost, other
+
+    def bound_besides(self, source: str) -> float | None:
+        return self.other
+
+
+@pytest.mark.parametrize(
+    ("other", "pace", "expected"),
+    [
+        (95.0, 0.5, True),  # behind CBC's 95, and 10 s at 0.5 a second reach 94, not 100
+        (95.0, 2.0, False),  # behind, but at this pace it proves 100 within the 10 s
+        (85.0, 0.5, False),  # ahead of every other bound: it is the solve's best prover
+        (None, 0.5, False),  # nobody else has a bound yet
+    ],
+)
+def test_a_search_that_trails_another_bound_and_cannot_catch_up_yields(
+    other: float | None, pace: float, expected: bool
+) -> None:
+    from solver.optimize import exact_beside
+
+    look = exact_beside.TRAILING_LOOK_S
+    clock = [1000.0]
+    searcher = _Searcher()
+    searcher.bound = 88.0
+    deadline = 1000.0 + 2 * look + 10.0  # 10 s left at the second look
+    trailing = exact_beside._Trailing(searcher, _Best(100.0, other), deadline, lambda: clock[0])
+    clock[0] += look
+    assert not trailing.is_set()  # the first look only measures the pace from here
+    clock[0] += look / 2
+    searcher.bound += pace * look / 2
+    assert not trailing.is_set()  # too soon for another look
+    clock[0] += look / 2
+    searcher.bound += pace * look / 2
+    assert trailing.is_set() is expected
+    assert trailing.fired is expected
+
+
+def test_the_bound_besides_a_source_leaves_its_own_floor_out() -> None:
+    from solver.optimize.incumbents import Incumbents
+
+    best = Incumbents(unit_chain(4, budget=4), "xengine", "CBC", None)
+    assert best.bound_besides("A*") is None
+    best.raise_floor(10.0, "", "A*")
+    assert best.bound_besides("A*") is None  # its own floor does not count
+    best.raise_floor(12.0, "", "the relaxation")
+    assert best.bound_besides("A*") == 12.0
