@@ -44,6 +44,7 @@ from solver.execution.simulate import Timeline, simulate
 from solver.optimize.backends._common import Cancel
 from solver.optimize.bounds import node_requirement
 from solver.optimize.fit_search import FitSearch, FitSearcher
+from solver.optimize.join_search import mend
 
 __all__ = ["Construction", "construct", "construct_best", "placements", "schedule_from_keeps"]
 
@@ -57,15 +58,20 @@ SPILLS = 8
 """Operations a stuck repair of a mixed placement moves to another device, at most."""
 REMAKE_CAP = 64
 """Recomputations longer than this many operations are not estimated (taken as endless)."""
-RESTART_SECONDS = 5.0
+RESTART_SECONDS = 3.0
 """A placement every greed leaves stuck is repaired again with chance in its choices (each
 restart picks among the best few drops at random, seeded 1, 2, ...) for at most this long."""
+MEND_SECONDS = 3.0
+"""How long a one-device repair every greed left stuck is mended by a search that joins its
+keep sets (:mod:`solver.optimize.join_search`), before the searches and restarts below:
+where it works it takes 0.1-3 s and its schedule recomputes far less than theirs."""
 SEARCH_FIRST_SECONDS = 1.0
-"""A one-device graph every greed leaves stuck is first searched for this long for any
-schedule that fits (:mod:`solver.optimize.fit_search`: it finds one or proves there is none),
-then restarted (:data:`RESTART_SECONDS`: the search's schedules recompute a lot, a restart's
-less), then, if neither found one, searched again for :data:`SEARCH_MORE_SECONDS`."""
-SEARCH_MORE_SECONDS = 4.0
+"""A one-device graph every greed leaves stuck, whose repair :data:`MEND_SECONDS` did not mend,
+is searched for this long for any schedule that fits (:mod:`solver.optimize.fit_search`: it
+finds one or proves there is none), then restarted (:data:`RESTART_SECONDS`: the search's
+schedules recompute a lot, a restart's less), then, if neither found one, searched again for
+:data:`SEARCH_MORE_SECONDS`: 10 s in all."""
+SEARCH_MORE_SECONDS = 3.0
 """How long the search goes on after the restarts failed (at most, and not past the deadline):
 a stuck graph then has had 10 s, the issue's "a schedule within 10 s", and the solve's
 backends get the rest (CP-SAT finds a first schedule on some graphs where the search needs
@@ -186,6 +192,7 @@ def construct_best(
     reasons: list[str] = []
     longest = 0.0  # the longest repair so far, in seconds
     stuck: list[list[int]] = []  # placements no greed repaired
+    stuck_repairs: list[_Repair] = []  # where each greed stopped on them
     alternatives_until = deadline if alternatives_until is None else alternatives_until
     for number, placement in enumerate(placements(graph)):
         if built and (_stopped(deadline, cancel) or not _ends_by(alternatives_until, longest)):
@@ -194,7 +201,7 @@ def construct_best(
         where = "one device" if len(set(placement)) == 1 else "the cheapest placement"
         spill = number == 0 and graph.num_devices > 1  # the cheapest placement may spill
         begun = time.monotonic()
-        repair = _repaired(graph, placement, deadline, spill=spill, cancel=cancel)
+        repair = _repaired(graph, placement, deadline, spill, cancel, stuck_repairs)
         longest = max(longest, time.monotonic() - begun)
         if repair is None:
             if _stopped(deadline, cancel):
@@ -219,8 +226,15 @@ def construct_best(
                 built.append((repair.predicted_ms(), 1, repair))
             return found
 
-        # a short look first: it settles most stuck graphs either way in a second
+        # the stuck repair, mended where it overflows: the cheapest schedule of these, and
+        # then nothing below runs
+        mended = None
         if searcher is not None:
+            mended = _mended(graph, stuck_repairs, deadline, cancel)
+            if mended is not None:
+                built.append((mended.predicted_ms(), 0, mended))
+        # a short look first: it settles most stuck graphs either way in a second
+        if not built and searcher is not None:
             searched = search_on(SEARCH_FIRST_SECONDS)
             if searched.proven:
                 return _infeasible(graph, searched, started)
@@ -229,7 +243,7 @@ def construct_best(
         if deadline is not None:
             restart_until = min(restart_until, deadline)
         restarts = 0
-        for placement in stuck:
+        for placement in stuck if mended is None else []:
             repair, tried = _restarted(graph, placement, restart_until, cancel)
             restarts += tried
             if repair is not None:
@@ -270,6 +284,28 @@ def schedule_from_keeps(graph: Graph, keeps: Sequence[frozenset[int]], method: s
     return _Repair.from_keeps(graph, [0] * graph.n, keeps).schedule(method)
 
 
+def _mended(
+    graph: Graph, stuck: list[_Repair], deadline: float | None, cancel: Cancel | None
+) -> _Repair | None:
+    """The one-device repair that overflowed least, mended by :func:`join_search.mend`
+    within :data:`MEND_SECONDS`, or ``None``."""
+    one = [repair for repair in stuck if not repair.place_arr.any()]  # all on device 0
+    if not one:
+        return None
+    least = min(one, key=lambda repair: int(repair.over.sum()))
+    placement = [0] * graph.n
+
+    def overflowing(keeps: list[frozenset[int]]) -> list[int]:
+        return np.flatnonzero(_Repair.from_keeps(graph, placement, keeps).over).tolist()
+
+    until = time.monotonic() + MEND_SECONDS
+    keeps = [frozenset(np.flatnonzero(row).tolist()) for row in least.keep]
+    mended = mend(
+        graph, keeps, overflowing, until if deadline is None else min(until, deadline), cancel
+    )
+    return None if mended is None else _Repair.from_keeps(graph, placement, mended)
+
+
 def _infeasible(graph: Graph, searched: FitSearch, started: float) -> Construction:
     """The construction's answer when the backward search proved that nothing fits."""
     device = graph.devices[0]
@@ -288,8 +324,10 @@ def _repaired(
     deadline: float | None,
     spill: bool = False,
     cancel: Cancel | None = None,
+    stuck_ones: list[_Repair] | None = None,
 ) -> _Repair | None:
-    """The first greed whose repair ends without overflow, or ``None``.
+    """The first greed whose repair ends without overflow, or ``None`` (then each greed's
+    stuck repair is added to ``stuck_ones``, when given).
 
     With ``spill``, a repair stuck at a stage moves that stage's biggest operation on the
     overflowing device to the next cheapest device that can hold it, and starts again (at
@@ -306,6 +344,8 @@ def _repaired(
             if repair.run(deadline, cancel):
                 return repair
             stuck = stuck or repair
+            if stuck_ones is not None:
+                stuck_ones.append(repair)
         if not spill or stuck is None or not stuck.spill():
             return None
         place = stuck.place

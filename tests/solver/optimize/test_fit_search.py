@@ -101,6 +101,8 @@ def test_a_deadline_gives_neither_answer_and_the_search_goes_on() -> None:
 
 
 def test_the_construction_uses_it_when_every_greed_is_stuck(monkeypatch) -> None:
+    # the join search mends this graph's stuck repair first (test_join_search.py): without it
+    monkeypatch.setattr(construct_module, "MEND_SECONDS", 0.0)
     monkeypatch.setattr(construct_module, "RESTART_SECONDS", 0.2)
     graph = random_layered(100, seed=9, width=3.0)
     graph = _at(graph, parse_budget(graph, "cpu=90%")[1])
