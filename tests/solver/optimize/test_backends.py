@@ -484,3 +484,25 @@ def test_mps_written_in_chunks_is_the_same_file_and_solves_the_same(
     assert whole.count("\n") > 3 * 10  # many chunks, not one
     outcome = run_backend(program, BackendOptions(backend="cbc", time_limit_s=30))
     assert outcome.status is SolveStatus.OPTIMAL and outcome.objective == pytest.approx(12.0)
+
+
+def test_cbc_is_not_started_when_writing_its_model_took_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a model of 441,111 rows took 6.6-7.9 s to write beside the other searches; CBC started
+    # then could not even read it before the limit, and was stopped 2.5 s past it
+    def slow_write(program, path) -> None:
+        time.sleep(0.8)
+        real_write(program, path)
+
+    def no_spawn(args):
+        raise AssertionError("CBC was started")
+
+    real_write = cbc.write_mps
+    monkeypatch.setattr(cbc, "write_mps", slow_write)
+    monkeypatch.setattr(cbc, "_spawn_cbc", no_spawn)
+    prob, _ = make_knapsack()
+    result = run_backend(prob, BackendOptions(time_limit_s=1.0))
+    assert result.status is SolveStatus.TIME_LIMIT and not result.has_solution
+    assert "the time limit came while the model was written" in result.message
+    assert "CBC was not started" in result.message
