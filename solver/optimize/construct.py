@@ -287,12 +287,11 @@ def schedule_from_keeps(graph: Graph, keeps: Sequence[frozenset[int]], method: s
 def _mended(
     graph: Graph, stuck: list[_Repair], deadline: float | None, cancel: Cancel | None
 ) -> _Repair | None:
-    """The one-device repair that overflowed least, mended by :func:`join_search.mend`
-    within :data:`MEND_SECONDS`, or ``None``."""
-    one = [repair for repair in stuck if not repair.place_arr.any()]  # all on device 0
-    if not one:
+    """The stuck repair of a one-device graph that overflowed least, mended by
+    :func:`join_search.mend` within :data:`MEND_SECONDS`, or ``None``."""
+    if not stuck:
         return None
-    least = min(one, key=lambda repair: int(repair.over.sum()))
+    least = min(stuck, key=lambda repair: int(repair.over.sum()))
     placement = [0] * graph.n
 
     def overflowing(keeps: list[frozenset[int]]) -> list[int]:
