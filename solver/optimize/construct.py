@@ -768,11 +768,8 @@ class _Repair:
 
     def _evaluate(self, move: list[tuple[int, int, int, int]]):
         """(overflow removed, cost added, the change to apply) of a move."""
-        touched: set[int] = set()
-        for _, first, last, _ in move:
-            touched.add(first - 1)
-            touched.add(last)
         undo = self._change(move)
+        touched = self._touched(undo)
         try:
             new = {}
             for t in touched:
@@ -797,6 +794,41 @@ class _Repair:
             relief += int(self.over[t] - self._overflow(peak))
             extra += sum(self.cost[k] for k in ops) - sum(self.cost[k] for k in self.ops[t])
         return relief, extra, (move, new, rows, shifted)
+
+    def _touched(self, undo: list[tuple[np.ndarray, int, bool]]) -> set[int]:
+        """The stages whose operations or peak a change (its log of flips) may alter.
+
+        A stage whose keep rows both gain (or both lose) a tensor it neither reads nor makes
+        only holds its bytes for longer (or shorter); every other stage with a flipped row must
+        be walked again. That is where a run of flipped rows begins and ends, and not always
+        where the move said it would: a drop from just after ``u`` was last read may find
+        ``u`` already absent from the first rows (a later stage made it again), and then the
+        stage that makes it is the one that changes.
+        """
+        touched: set[int] = set()
+        for flip, tensor, _ in undo:
+            first, last = int(flip[0]), int(flip[-1])
+            if last - first == len(flip) - 1:  # one run of rows, as most are
+                inside = np.arange(first, last)
+            else:
+                apart = np.diff(flip) != 1  # where one run ends and the next begins
+                touched.update((flip[1:][apart] - 1).tolist())
+                touched.update(flip[:-1][apart].tolist())
+                inside = flip[:-1][~apart]
+            touched.update((first - 1, last))
+            if not len(inside):
+                continue
+            # stages whose two rows both flip are walked again only if they make or read it
+            touched.update(inside[self.made[inside, tensor]].tolist())
+            reads = self.reads[tensor]
+            lo = bisect.bisect_left(reads, int(inside[0]))
+            hi = bisect.bisect_right(reads, int(inside[-1]))
+            if lo < hi:
+                read = np.array(reads[lo:hi], dtype=np.int64)
+                touched.update(read[np.isin(read, inside)].tolist())
+        touched.discard(-1)
+        touched.discard(self.n)
+        return touched
 
     def _remakes_once(self, t: int, ops: list[int]) -> bool:
         """Whether stage ``t`` would compute again a node computed once (a move whose cascade

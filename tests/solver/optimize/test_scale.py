@@ -109,16 +109,36 @@ def test_the_first_schedule_is_checkpoint_all_where_a_device_holds_the_peak():
 
 
 def test_tightening_keeps_what_fits_instead_of_recomputing_it():
-    # Checkmate's unit chain with room for everything (budget n + 2): drop n0 over stages
-    # 1-10, so that n10 recomputes it (12 ms); tightening holds it again (the plain 11 ms).
+    # Checkmate's unit chain with room for everything (budget n + 2): drop n0 from stage 2
+    # (after n1 read it) to 10, so that n10 recomputes it (12 ms); tightening holds it again
+    # (the plain 11 ms).
     graph = unit_chain(5, budget=5 + 2)
     repair = _Repair(graph, [0] * graph.n)
-    _, _, change = repair._evaluate([(0, 1, 10, -1)])
+    _, _, change = repair._evaluate([(0, 2, 10, -1)])
     repair._apply(change)
     assert repair.predicted_ms() == 12 and not repair.over.any()
     assert repair.tighten(None) == 1
     timeline = check_schedule(graph, repair.schedule("construct"))
     assert timeline.total_ms == 11 and timeline.recomputations == 0
+
+
+@pytest.mark.parametrize(
+    ("n", "seed", "greed"), [(100, 1, "per-ms"), (100, 1, "relief"), (250, 3, "per-ms")]
+)
+def test_a_repairs_stages_are_what_its_keep_sets_make_them(n, seed, greed):
+    # The repair tracks each stage's operations and peak as it tries and takes moves,
+    # walking again only the stages a move changes: at the end, each must be what the keep
+    # matrix gives afresh (on 250:3, stage 180 once went on computing a tensor a drop had
+    # stopped keeping after it, a wasted recomputation).
+    graph = _at(random_layered(n, seed=seed), 0.8)
+    repair = _Repair(graph, [0] * graph.n, greed)
+    assert repair.run(None)
+    repair.tighten(None)
+    for t in range(graph.n):
+        operations = repair._closure(t)
+        assert repair.ops[t] == operations
+        assert repair.peak[t].tolist() == repair._stage_peak(t, operations).tolist()
+    assert not repair.over.any()
 
 
 def test_the_construction_tries_no_alternative_placement_it_has_no_time_for(monkeypatch):
