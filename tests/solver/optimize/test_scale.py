@@ -141,6 +141,27 @@ def test_a_repairs_stages_are_what_its_keep_sets_make_them(n, seed, greed):
     assert not repair.over.any()
 
 
+def test_a_stage_tried_before_is_walked_again_once_its_keep_rows_change():
+    # Checkmate's unit chain (11 nodes) with checkpoint-all: drop n0 from stages 1-9 (stage 9
+    # recomputes it), try dropping n1 from stages 3-8, then hold n0 from stage 3 on, so that
+    # stage 2 computes n0: the same try again must see stage 2 with it.
+    graph = unit_chain(5, budget=100)
+    repair = _Repair(graph, [0] * graph.n)
+    repair._apply(repair._evaluate([(0, 1, 9, -1)])[2])
+    drop_n1 = [(1, 3, 8, -1)]
+    repair._evaluate(drop_n1)
+    repair._apply(repair._evaluate([(0, 3, 9, +1)])[2])
+    assert repair.ops[2] == [0, 2]
+    new = repair._evaluate(drop_n1)[2][1]
+    assert new[2][0] == [0, 2]
+    undo = repair._change(drop_n1)
+    fresh = {t: (repair._closure(t), repair._stage_peak(t, repair._closure(t))) for t in new}
+    repair._undo(undo)
+    assert {t: (ops, peak.tolist()) for t, (ops, peak) in new.items()} == {
+        t: (ops, peak.tolist()) for t, (ops, peak) in fresh.items()
+    }
+
+
 def test_the_construction_tries_no_alternative_placement_it_has_no_time_for(monkeypatch):
     # encoder-aten on CPU+GPU at 40 % repairs three placements; with no time left for
     # alternatives it repairs only the first, and still returns its (valid) schedule.
