@@ -25,7 +25,7 @@ from solver.optimize import construct as construct_module
 from solver.optimize import intervals
 from solver.optimize.backends import registry
 from solver.optimize.backends.cpsat import PRESOLVE_ONCE_VARIABLES, PROBING_VARIABLES, run_cpsat
-from solver.optimize.baselines import checkpoint_all_where_it_fits
+from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.construct import _Repair, construct, construct_best, placements
 from solver.optimize.relaxation import build_relaxation, relaxation_bound
@@ -87,6 +87,18 @@ def test_checkpoint_all_runs_on_the_fastest_device_that_holds_the_peak(gpu_budge
     schedule, timeline = checkpoint_all_where_it_fits(fan_in_graph(gpu_budget))
     assert schedule.solver.method == f"checkpoint-all:{device}"
     assert timeline.valid and timeline.total_ms == cost and timeline.recomputations == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_no_remat_peak_is_what_checkpoint_all_replays_to(seed):
+    # A running sum of the bytes held: random layered graphs have tensors read last by the
+    # same node and outputs nobody reads; the simulator's peak of checkpoint-all is the truth.
+    graph = random_layered(60, seed=seed)
+    device = graph.devices[0].name
+    graph = graph.with_memory_limits({device: 10**12})
+    timeline = check_schedule(graph, checkpoint_all(graph, device))
+    assert timeline.recomputations == 0
+    assert timeline.peaks[device] == no_remat_peak(graph)
 
 
 def test_checkpoint_all_fits_nowhere_below_the_peak():
