@@ -379,6 +379,11 @@ def _restarted(
     return None, 0  # pragma: no cover - the loop ends by time or by want of choices
 
 
+def _one_run(rows: np.ndarray) -> bool:
+    """Whether sorted distinct ``rows`` are consecutive."""
+    return int(rows[-1]) - int(rows[0]) == len(rows) - 1
+
+
 class _Repair:
     """Checkpoint-all, then drops until no device overflows (see the module docstring).
 
@@ -443,6 +448,7 @@ class _Repair:
         # stage t's (operations, peak) per change to its rows of the keep matrix, tried
         # since those rows last changed: see :meth:`_stage_with`
         self._tried: dict[int, dict[frozenset[tuple[int, int, bool]], StageTrial]] = {}
+        self._overflowing: np.ndarray | None = None  # the stages over budget, sorted
 
     @classmethod
     def from_keeps(
@@ -651,10 +657,12 @@ class _Repair:
 
     def _overflows(self, change) -> bool:
         """Whether a stage overflows once ``change`` is applied."""
-        _, new, _, shifted = change
-        return bool(self._overflow(shifted).any()) or any(
-            self._overflow(peak) > 0 for _, peak in new.values()
-        )
+        _, new, rows, shifted, _ = change
+        after = self.over.copy()  # the change's rows are only those whose overflow it alters
+        after[rows] = self._overflow(shifted)
+        for t, (_, peak) in new.items():
+            after[t] = self._overflow(peak)
+        return bool(after.any())
 
     def _ranked(
         self, spans: list[tuple[int, int, int, int, int | None]]
@@ -695,7 +703,7 @@ class _Repair:
 
     def _over_after(self, t: int, change) -> int:
         """Stage ``t``'s overflow once ``change`` is applied."""
-        _, new, rows, shifted = change
+        _, new, rows, shifted, _ = change
         if t in new:
             return int(self._overflow(new[t][1]))
         where = np.flatnonzero(rows == t)
@@ -783,22 +791,64 @@ class _Repair:
         finally:
             self._undo(undo)
         if self.once.any() and any(self._remakes_once(t, ops) for t, (ops, _) in new.items()):
-            return -1, math.inf, (move, new, np.zeros(0, dtype=np.int64), self.peak[:0])
+            return -1, math.inf, (move, new, np.zeros(0, dtype=np.int64), self.peak[:0], set())
         # elsewhere the tensor is resident all through and unread: its bytes come or go
-        mask = np.zeros(self.n + 1, dtype=bool)
-        delta = np.zeros((self.n + 1, self.num_d), dtype=np.int64)
-        for flip, tensor, added in undo:  # a flip's stages are distinct: += adds once each
-            mask[flip] = True
-            delta[flip, self.place[tensor]] += self.size[tensor] if added else -self.size[tensor]
-        mask[list(touched)] = False
-        rows = np.flatnonzero(mask)
-        shifted = self.peak[rows] + delta[rows]
+        rows, shifted = self._shifting(undo, touched)
         relief = int(self.over[rows].sum() - self._overflow(shifted).sum())
         extra = 0.0
         for t, (ops, peak) in new.items():
             relief += int(self.over[t] - self._overflow(peak))
             extra += sum(self.cost[k] for k in ops) - sum(self.cost[k] for k in self.ops[t])
-        return relief, extra, (move, new, rows, shifted)
+        return relief, extra, (move, new, rows, shifted, touched)
+
+    def _shifting(
+        self, undo: list[tuple[np.ndarray, int, bool]], touched: set[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The stages not walked again whose overflow a change can alter, with their peaks
+        after it (the bytes of every flipped tensor added or taken away).
+
+        Only those: a stage that overflows now, or that the bytes a change adds on a device
+        could push over its budget. Elsewhere the overflow is zero before and after (bytes
+        taken away cannot create it). A drop's rows span thousands of stages on a 5,107-
+        operation graph, and shifting all their peaks for every move tried took 30 % of the
+        repair's time (sampled); now :meth:`_apply` shifts them, once per move taken, and
+        the repair takes 0.74 x the time there.
+        """
+        if self._overflowing is None:
+            self._overflowing = np.flatnonzero(self.over)
+        adds = np.zeros(self.num_d, dtype=np.int64)
+        for _, tensor, added in undo:
+            if added:
+                adds[self.place[tensor]] += self.size[tensor]
+        pieces = []
+        for flip, tensor, added in undo:
+            if added:  # bytes on d: the stages they push over its budget (or further)
+                d = self.place[tensor]
+                pieces.append(flip[self.peak[flip, d] + adds[d] > self.budget[d]])
+            else:  # bytes taken away: the stages over a budget now
+                over = self._overflowing
+                within = over[over.searchsorted(flip[0]) : over.searchsorted(flip[-1], "right")]
+                if not _one_run(flip):
+                    within = within[np.isin(within, flip, assume_unique=True)]
+                pieces.append(within)
+        if not pieces:
+            rows = np.zeros(0, dtype=np.int64)
+        else:
+            rows = pieces[0] if len(pieces) == 1 else np.unique(np.concatenate(pieces))
+        for t in touched:  # walked again instead
+            j = int(rows.searchsorted(t))
+            if j < len(rows) and rows[j] == t:
+                rows = np.delete(rows, j)
+        shifted = self.peak[rows]  # a copy: fancy indexing
+        if len(rows):
+            for flip, tensor, added in undo:
+                if _one_run(flip):
+                    hit = (rows >= flip[0]) & (rows <= flip[-1])
+                else:
+                    hit = np.isin(rows, flip, assume_unique=True)
+                change = self.size[tensor] if added else -self.size[tensor]
+                shifted[hit, self.place[tensor]] += change
+        return rows, shifted
 
     def _touched(self, undo: list[tuple[np.ndarray, int, bool]]) -> set[int]:
         """The stages whose operations or peak a change (its log of flips) may alter.
@@ -864,13 +914,23 @@ class _Repair:
         return any(self.once[k] and k != t for k in ops)
 
     def _apply(self, change) -> None:
-        move, new, rows, shifted = change
-        for flip, _, _ in self._change(move):
+        move, new, _, _, touched = change
+        undo = self._change(move)
+        for flip, _, _ in undo:
             for row in flip.tolist():  # stages row - 1 and row have a new keep row
                 self._tried.pop(row - 1, None)
                 self._tried.pop(row, None)
-        self.peak[rows] = shifted
-        self.over[rows] = self._overflow(shifted)
+        # every stage not walked again that holds a flipped tensor all through shifts
+        mask = np.zeros(self.n + 1, dtype=bool)
+        delta = np.zeros((self.n + 1, self.num_d), dtype=np.int64)
+        for flip, tensor, added in undo:  # a flip's stages are distinct: += adds once each
+            mask[flip] = True
+            delta[flip, self.place[tensor]] += self.size[tensor] if added else -self.size[tensor]
+        mask[list(touched)] = False
+        rows = np.flatnonzero(mask)
+        self.peak[rows] += delta[rows]
+        self.over[rows] = self._overflow(self.peak[rows])
+        self._overflowing = None
         for t, (ops, peak) in new.items():
             old_reads = self._read_by(self.ops[t])
             new_reads = self._read_by(ops)
