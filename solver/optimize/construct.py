@@ -816,7 +816,7 @@ class _Repair:
         """
         if self._overflowing is None:
             self._overflowing = np.flatnonzero(self.over)
-        adds = np.zeros(self.num_d, dtype=np.int64)
+        adds = [0] * self.num_d
         for _, tensor, added in undo:
             if added:
                 adds[self.place[tensor]] += self.size[tensor]
@@ -824,23 +824,27 @@ class _Repair:
         for flip, tensor, added in undo:
             if added:  # bytes on d: the stages they push over its budget (or further)
                 d = self.place[tensor]
-                pieces.append(flip[self.peak[flip, d] + adds[d] > self.budget[d]])
+                pieces.append(flip[self.peak[flip, d] > self.budget[d] - adds[d]])
             else:  # bytes taken away: the stages over a budget now
                 over = self._overflowing
                 within = over[over.searchsorted(flip[0]) : over.searchsorted(flip[-1], "right")]
-                if not _one_run(flip):
+                if len(within) and not _one_run(flip):
                     within = within[np.isin(within, flip, assume_unique=True)]
                 pieces.append(within)
-        if not pieces:
-            rows = np.zeros(0, dtype=np.int64)
+        if len(pieces) == 1:
+            rows = pieces[0]  # sorted and distinct, like the flip it comes from
         else:
-            rows = pieces[0] if len(pieces) == 1 else np.unique(np.concatenate(pieces))
-        for t in touched:  # walked again instead
-            j = int(rows.searchsorted(t))
-            if j < len(rows) and rows[j] == t:
-                rows = np.delete(rows, j)
-        shifted = self.peak[rows]  # a copy: fancy indexing
+            rows = np.unique(np.concatenate(pieces)) if pieces else np.zeros(0, dtype=np.int64)
         if len(rows):
+            for t in touched:  # walked again instead
+                j = int(rows.searchsorted(t))
+                if j < len(rows) and rows[j] == t:
+                    rows = np.delete(rows, j)
+        shifted = self.peak[rows]  # a copy: fancy indexing
+        if len(undo) == 1 and len(rows):  # every row is the flip's
+            _, tensor, added = undo[0]
+            shifted[:, self.place[tensor]] += self.size[tensor] if added else -self.size[tensor]
+        elif len(rows):
             for flip, tensor, added in undo:
                 if _one_run(flip):
                     hit = (rows >= flip[0]) & (rows <= flip[-1])
