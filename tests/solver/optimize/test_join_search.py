@@ -18,9 +18,10 @@ from solver.cli import parse_budget
 from solver.document.graph import Graph
 from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule
-from solver.optimize.construct import GREEDS, _Repair, construct_best, schedule_from_keeps
+from solver.optimize.construct import GREEDS, construct_best, schedule_from_keeps
 from solver.optimize.fit_search import search_fit
 from solver.optimize.join_search import mend
+from solver.optimize.repair import Repair
 
 
 def _narrow(n: int, seed: int, percent: int) -> Graph:
@@ -29,17 +30,17 @@ def _narrow(n: int, seed: int, percent: int) -> Graph:
     return graph.with_memory_limits({name: budget})
 
 
-def _stuck(graph: Graph) -> _Repair:
-    repair = _Repair(graph, [0] * graph.n, *GREEDS[0])
+def _stuck(graph: Graph) -> Repair:
+    repair = Repair(graph, [0] * graph.n, *GREEDS[0])
     assert not repair.run(None)  # the premise: the greedy repair ends over the budget
     return repair
 
 
-def _mended(graph: Graph, repair: _Repair, seconds: float = 30.0):
+def _mended(graph: Graph, repair: Repair, seconds: float = 30.0):
     placement = [0] * graph.n
 
     def overflowing(keeps: list[frozenset[int]]) -> list[int]:
-        return np.flatnonzero(_Repair.from_keeps(graph, placement, keeps).over).tolist()
+        return np.flatnonzero(Repair.from_keeps(graph, placement, keeps).over).tolist()
 
     keeps = [frozenset(np.flatnonzero(row).tolist()) for row in repair.keep]
     return mend(graph, keeps, overflowing, time.monotonic() + seconds)

@@ -29,8 +29,9 @@ from solver.optimize.backends import registry
 from solver.optimize.backends.cpsat import PRESOLVE_ONCE_VARIABLES, PROBING_VARIABLES, run_cpsat
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits
 from solver.optimize.bounds import no_remat_peak
-from solver.optimize.construct import _Repair, construct, construct_best, placements
+from solver.optimize.construct import construct, construct_best, placements
 from solver.optimize.relaxation import build_relaxation, relaxation_bound
+from solver.optimize.repair import Repair
 from solver.optimize.solve import SolveOptions, plan_solve, solve_xengine
 from solver.status import SolveStatus
 
@@ -127,7 +128,7 @@ def test_tightening_keeps_what_fits_instead_of_recomputing_it():
     # (after n1 read it) to 10, so that n10 recomputes it (12 ms); tightening holds it again
     # (the plain 11 ms).
     graph = unit_chain(5, budget=5 + 2)
-    repair = _Repair(graph, [0] * graph.n)
+    repair = Repair(graph, [0] * graph.n)
     _, _, change = repair._evaluate([(0, 2, 10, -1)])
     repair._apply(change)
     assert repair.predicted_ms() == 12 and not repair.over.any()
@@ -145,7 +146,7 @@ def test_a_repairs_stages_are_what_its_keep_sets_make_them(n, seed, greed):
     # matrix gives afresh (on 250:3, stage 180 once went on computing a tensor a drop had
     # stopped keeping after it, a wasted recomputation).
     graph = _at(random_layered(n, seed=seed), 0.8)
-    repair = _Repair(graph, [0] * graph.n, greed)
+    repair = Repair(graph, [0] * graph.n, greed)
     assert repair.run(None)
     repair.tighten(None)
     for t in range(graph.n):
@@ -161,7 +162,7 @@ def test_a_moves_relief_is_the_overflow_it_removes_from_every_stage(n, seed, ste
     # the bytes it moves can alter; a fresh walk of every stage must agree, for drops and
     # drops that also hold inputs, at the start and after some drops were taken.
     graph = _at(random_layered(n, seed=seed), 0.8)
-    repair = _Repair(graph, [0] * graph.n)
+    repair = Repair(graph, [0] * graph.n)
     for _ in range(steps):
         assert repair._drop_one(int(np.argmax(repair.over)))
     s = int(np.argmax(repair.over))
@@ -195,7 +196,7 @@ def test_a_stage_tried_before_is_walked_again_once_its_keep_rows_change():
     # recomputes it), try dropping n1 from stages 3-8, then hold n0 from stage 3 on, so that
     # stage 2 computes n0: the same try again must see stage 2 with it.
     graph = unit_chain(5, budget=100)
-    repair = _Repair(graph, [0] * graph.n)
+    repair = Repair(graph, [0] * graph.n)
     repair._apply(repair._evaluate([(0, 1, 9, -1)])[2])
     drop_n1 = [(1, 3, 8, -1)]
     repair._evaluate(drop_n1)
