@@ -364,8 +364,9 @@ class _Replay:
         # Only the devices a stage touches are visited (a graph may have 1,000 devices): keep
         # and hold name the devices that keep or send something, in the graph's device order.
         order = g.device_index
+        index = g.index.__getitem__
         keep = {
-            d: {g.index[x] for x in ids}
+            d: set(map(index, ids))
             for d, ids in sorted(stage.keep.items(), key=lambda item: order[item[0]])
         }
         copies = _offload_copies(g, t, stage)
@@ -380,8 +381,13 @@ class _Replay:
             computed.setdefault(op.device, set()).add(k)
         arriving = {(i, target) for i, _, target in copies}
         for device, kept in keep.items():
-            for i in sorted(kept):
-                here = i in start[device] or i in computed.get(device, ())
+            # only what arrives by a copy or was neither resident nor computed here needs a
+            # look (a stage of a 5,107-operation graph keeps 900 tensors): in ascending order,
+            # so that the first violation is the same as when every kept tensor is looked at
+            absent = kept - start[device] - computed.get(device, set())
+            copied = {i for i, target in arriving if target == device} & kept
+            for i in sorted(absent | copied):
+                here = i not in absent
                 if (i, device) in arriving:
                     self._check_copy(t, i, device, here)
                 elif not here:

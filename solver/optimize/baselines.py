@@ -96,8 +96,35 @@ def checkpoint_all(graph: Graph, device: str) -> Schedule:
     >>> t.valid, t.total_ms, t.recomputations
     (True, 7.0, 0)
     """
-    method = f"checkpoint-all:{device}"
-    return schedule_with_checkpoints(graph, device, lambda i, t, r: True, method)
+    return _keep_everything(graph, device, f"checkpoint-all:{device}")
+
+
+def _keep_everything(graph: Graph, device: str, method: str) -> Schedule:
+    """:func:`schedule_with_checkpoints` for the rule "keep everything", in set operations.
+
+    A stage of a 5,107-operation graph keeps about 900 tensors: asking the rule about each
+    one took 3 of the 9 s this schedule took to build. Here each stage keeps what the stage
+    before kept, less the tensors it reads last, plus what it computes that is read later.
+    """
+    last_use = [max(users, default=-1) for users in graph.users]
+    read_last: list[set[int]] = [set() for _ in range(graph.n)]
+    for i, t in enumerate(last_use):
+        if t >= 0:
+            read_last[t].add(i)
+    names = [node.id for node in graph.nodes]
+    placement = [device] * graph.n
+    resident: set[int] = set()
+    kept_names: set[str] = set()
+    stages = []
+    for t in range(graph.n):
+        computed = _closure(graph, t, resident)
+        new = {i for i in computed if last_use[i] > t}
+        resident = (resident - read_last[t]) | new
+        kept_names.difference_update(names[i] for i in read_last[t])
+        kept_names.update(names[i] for i in new)
+        ops = tuple(_operation(graph, k, placement) for k in sorted(computed))
+        stages.append(Stage(ops, {device: frozenset(kept_names)} if kept_names else {}))
+    return Schedule(graph.name, graph.memory_limits, tuple(stages), SolverInfo(method=method))
 
 
 def checkpoint_all_where_it_fits(graph: Graph) -> tuple[Schedule, Timeline] | None:
