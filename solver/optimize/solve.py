@@ -24,7 +24,7 @@ from solver.optimize.advice import advise
 from solver.optimize.backends import BackendOptions, BackendResult, registry, run_backend
 from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits, chen_greedy
-from solver.optimize.bounds import explain_infeasible
+from solver.optimize.bounds import each_node_once, explain_infeasible
 from solver.optimize.construct import construct_best
 from solver.optimize.exact_beside import exact_search_beside
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
@@ -306,6 +306,8 @@ def _relaxation_beside(
         thread.join(timeout=5.0)
 
 
+EACH_NODE_ONCE = "counting each node once on its cheapest device"
+"""The source named for :func:`~solver.optimize.bounds.each_node_once`'s bound."""
 RELAXATION_SECONDS = 10.0
 RELAXATION_SHARE = 0.15
 """The relaxation gets this share of the time limit, at most :data:`RELAXATION_SECONDS`."""
@@ -341,6 +343,11 @@ def start_solve(
     started = time.monotonic()
     backend = registry.backend(options.backend).label
     best = Incumbents(graph, method, backend, on_progress, options.gap_rel)
+    # A bound from the first moment: the relaxation below may not be in before the time limit
+    # on an op-level import (a 5,107-operation tower at 30 s had none at all).
+    once = each_node_once(graph)
+    if once is not None:
+        best.raise_floor(once, "", EACH_NODE_ONCE)
     if options.warm_start:
         until = started + _heuristic_seconds(options)
         # A schedule at once where one device holds everything: the construction below may

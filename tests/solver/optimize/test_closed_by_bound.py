@@ -16,10 +16,12 @@ import pytest
 
 from solver.cli import parse_budget
 from solver.document.examples import bundled_graphs
-from solver.document.generators import unit_chain
+from solver.document.generators import cpu_gpu_devices, unit_chain
+from solver.document.graph import Edge, Node, make_graph
 from solver.document.graph_io import load_graph
 from solver.execution.simulate import simulate
 from solver.optimize.backends import BackendOptions, run_backend
+from solver.optimize.bounds import each_node_once
 from solver.optimize.solve import SolveOptions, solve_xengine
 from solver.optimize.xengine import build_model
 from solver.status import SolveStatus
@@ -67,3 +69,34 @@ def test_a_user_cancel_during_the_search_is_still_a_cancel() -> None:
 
     result = solve_xengine(unit_chain(20, budget=12), SolveOptions(), on_progress, cancel)
     assert result.status is SolveStatus.CANCELLED and result.ok
+
+
+def _b_too_big_for_the_gpu():
+    """a -> b -> c, 1 ms each on the GPU and 4 on the CPU; b's 10 B with a's or c's byte is
+    more than the GPU's 5 B, so b and c run on the CPU only: each node once costs 1 + 4 + 4.
+    The optimum is 9.01 ms (a on the GPU, its byte copied over in 0.01 ms), not 9."""
+    devices, links = cpu_gpu_devices(100, 5)
+    cost = {"cpu": 4.0, "gpu": 1.0}
+    nodes = [Node("a", 1, cost), Node("b", 10, cost), Node("c", 1, cost)]
+    return make_graph(
+        "b too big for the gpu", devices, nodes, [Edge("a", "b"), Edge("b", "c")], links
+    )
+
+
+def test_each_node_once_counts_every_node_on_the_cheapest_device_that_holds_it() -> None:
+    graph = _b_too_big_for_the_gpu()
+    assert each_node_once(graph) == pytest.approx(9.0)
+    assert each_node_once(graph.with_memory_limits({"gpu": 11})) == pytest.approx(3.0)
+    assert each_node_once(graph.with_memory_limits({"gpu": 11, "cpu": 10})) == pytest.approx(3.0)
+    assert each_node_once(graph.with_memory_limits({"gpu": 10, "cpu": 10})) is None
+
+
+def test_a_solve_has_a_bound_with_its_first_schedule() -> None:
+    # An op-level import may have no relaxation bound before its time limit (a 5,107-operation
+    # tower at 30 s had none): the bound that needs no model is there from the start.
+    graph = _b_too_big_for_the_gpu()
+    reports = []
+    result = solve_xengine(graph, SolveOptions(time_limit_s=20), reports.append)
+    first = next(report for report in reports if report.schedule is not None)
+    assert first.bound == pytest.approx(9.0)
+    assert result.status is SolveStatus.OPTIMAL and result.objective == pytest.approx(9.01)
