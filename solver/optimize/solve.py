@@ -375,6 +375,7 @@ def start_solve(
             deadline=max(until, started + options.time_limit_s * CONSTRUCTION_SHARE),
             cancel=cancel,
             alternatives_until=started + options.time_limit_s * ALTERNATIVES_SHARE,
+            repair_until=started + options.time_limit_s * FIRST_REPAIR_SHARE,
         )
         if built.infeasible:  # the backward search ran out: no schedule fits at all
             return SolveResult(
@@ -690,6 +691,12 @@ def _cutoff(options: SolveOptions, best: Incumbents) -> float | None:
 CONSTRUCTION_SHARE = 0.6
 """The construction may run until this share of the time limit (the baselines until
 :func:`_heuristic_seconds`); on small graphs it ends within a second anyway."""
+FIRST_REPAIR_SHARE = 0.85
+"""While the construction has no schedule, its repair may run until this share of the time
+limit: on an op-level import it is the schedule everything else starts from, and the model
+could not be built and searched in the time left anyway (a 5,107-operation tower at 30 s: the
+repair takes about 22 s, its model's build and CP-SAT's presolve 19 s). The rest is for
+tightening and replaying it (2.6 s there)."""
 ALTERNATIVES_SHARE = 0.3
 """Once the construction has a schedule, it repairs another placement only if that would end
 within this share of the time limit (judged by its longest repair so far): the rest is the

@@ -232,6 +232,23 @@ def test_the_construction_tries_no_alternative_placement_it_has_no_time_for(monk
     assert first.timeline.total_ms >= every.timeline.total_ms
 
 
+def test_a_repair_runs_past_the_deadline_while_nothing_is_built():
+    # The first repair of a large graph is the schedule everything starts from: stopped at
+    # the construction's deadline it left a 5,107-operation tower with checkpoint-all (8x
+    # dearer). While no placement has a schedule, a repair may run until repair_until.
+    graph = load_graph(bundled_graphs()["encoder-aten"])
+    name, budget = parse_budget(graph, "gpu=40%")
+    encoder_at_40 = graph.with_memory_limits({name: budget})
+    past = time.monotonic() - 1.0
+    cut = construct_best(encoder_at_40, deadline=past)
+    assert cut.schedule is None and "stopped by the time limit" in cut.reason
+    late = construct_best(encoder_at_40, deadline=past, repair_until=time.monotonic() + 60)
+    first = construct_best(encoder_at_40, alternatives_until=time.monotonic())
+    assert check_schedule(encoder_at_40, late.schedule).valid
+    # the first placement's repair, not the alternatives (their deadline has passed)
+    assert late.timeline.total_ms == pytest.approx(first.timeline.total_ms)
+
+
 def test_construction_says_why_when_nothing_fits():
     graph = unit_chain(3, budget=2)  # infeasible: a backward node needs 3 bytes
     found = construct_best(graph)
