@@ -301,8 +301,9 @@ def _relaxation_beside(
     try:
         yield
     finally:
-        thread.join(timeout=0.5)
-        stop.set()  # its CBC stops at once, its build within 4,096 rows
+        # a bound that comes before the deadline may still prove the incumbent
+        thread.join(timeout=max(0.0, min(0.5, start.deadline - time.monotonic())))
+        stop.set()  # its CBC stops at once, its build within 4,096 rows, its MPS in a chunk
         thread.join(timeout=5.0)
 
 

@@ -34,7 +34,13 @@ from solver.optimize.backends._common import (
     error_result,
     finish_result,
 )
-from solver.optimize.backends.lp import LinearProgram, read_cbc_solution, write_mip_start, write_mps
+from solver.optimize.backends.lp import (
+    LinearProgram,
+    WriteStopped,
+    read_cbc_solution,
+    write_mip_start,
+    write_mps,
+)
 from solver.status import SolveStatus
 
 if TYPE_CHECKING:
@@ -92,7 +98,13 @@ def run_cbc(
         return error_result(tracker, f"the CBC bundled with PuLP is not executable: {cbc}")
     with tempfile.TemporaryDirectory(prefix="xengine-cbc-") as tmp:
         mps, sol, mst = (os.path.join(tmp, f"model.{ext}") for ext in ("mps", "sol", "mst"))
-        write_mps(program, mps)
+        try:
+            write_mps(program, mps, cancel)
+        except WriteStopped:
+            why = "cancelled while the model was written: CBC was not started"
+            return BackendResult(
+                SolveStatus.CANCELLED, None, None, None, tracker.elapsed(), False, why
+            )
         if start is not None:
             write_mip_start(start, mst)
         # writing a large model takes seconds (441,111 rows: 6.6 s beside the exact search)

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-__all__ = ["LinearProgram", "from_pulp", "write_mps", "write_mip_start", "read_cbc_solution"]
+from solver.optimize.backends._common import Cancel
+
+__all__ = [
+    "LinearProgram",
+    "WriteStopped",
+    "from_pulp",
+    "write_mps",
+    "write_mip_start",
+    "read_cbc_solution",
+]
 
 
 @dataclass(frozen=True)
@@ -153,10 +162,16 @@ MPS_CHUNK_LINES = 50_000
 held its whole file as 1.6 M strings (about 250 MB) beside a solve's CP-SAT."""
 
 
-def write_mps(program: LinearProgram, path: str) -> None:
+class WriteStopped(Exception):
+    """Writing the MPS file was cancelled."""
+
+
+def write_mps(program: LinearProgram, path: str, cancel: Cancel | None = None) -> None:
     """Write free-format MPS that CBC reads; rows are ranged where both sides are finite.
 
-    The file is written in chunks of :data:`MPS_CHUNK_LINES` lines, never held whole.
+    The file is written in chunks of :data:`MPS_CHUNK_LINES` lines, never held whole; between
+    two chunks :class:`WriteStopped` is raised once ``cancel`` is set (a 1.6 M-coefficient
+    relaxation takes seconds to write, and a solve at its time limit waits for it to stop).
     """
     start, index, value = program.csc()
     kinds = np.where(
@@ -174,6 +189,8 @@ def write_mps(program: LinearProgram, path: str) -> None:
         def emit(line: str) -> None:
             out.append(line)
             if len(out) >= MPS_CHUNK_LINES:
+                if cancel is not None and cancel.is_set():
+                    raise WriteStopped
                 handle.write("".join(out))
                 out.clear()
 

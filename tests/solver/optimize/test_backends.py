@@ -486,14 +486,38 @@ def test_mps_written_in_chunks_is_the_same_file_and_solves_the_same(
     assert outcome.status is SolveStatus.OPTIMAL and outcome.objective == pytest.approx(12.0)
 
 
+def test_a_cancel_stops_writing_the_model_and_cbc_is_not_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 5,107-operation tower's relaxation (1.6 M coefficients) was still being written when
+    # its solve reached the time limit, which then waited for the file
+    from solver.document.generators import unit_chain
+    from solver.optimize.backends import lp
+    from solver.optimize.relaxation import build_relaxation
+
+    def no_spawn(args):
+        raise AssertionError("CBC was started")
+
+    program = build_relaxation(unit_chain(4, budget=3)).program
+    monkeypatch.setattr(lp, "MPS_CHUNK_LINES", 3)
+    monkeypatch.setattr(cbc, "_spawn_cbc", no_spawn)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(lp.WriteStopped):
+        lp.write_mps(program, str(tmp_path / "stopped.mps"), stop)
+    result = cbc.run_cbc(program, BackendOptions(time_limit_s=30), _common.Tracker(0.0, None), stop)
+    assert result.status is SolveStatus.CANCELLED and not result.has_solution
+    assert result.message == "cancelled while the model was written: CBC was not started"
+
+
 def test_cbc_is_not_started_when_writing_its_model_took_its_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a model of 441,111 rows took 6.6-7.9 s to write beside the other searches; CBC started
     # then could not even read it before the limit, and was stopped 2.5 s past it
-    def slow_write(program, path) -> None:
+    def slow_write(program, path, cancel=None) -> None:
         time.sleep(0.8)
-        real_write(program, path)
+        real_write(program, path, cancel)
 
     def no_spawn(args):
         raise AssertionError("CBC was started")
