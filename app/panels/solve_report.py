@@ -138,8 +138,8 @@ def result_notes(result: SolveResult, no_remat_peak: int | None = None) -> list[
         # short limit): the first heuristic schedule, possibly many times the best
         why = f" ({result.message})" if result.message else ""
         notes.append(
-            f"The solve ended before its model was solved{why}: the first schedule found, "
-            "possibly far from the best."
+            f"The solve ended before its model was solved{why}: the best schedule of the "
+            "heuristics and the construction, possibly far from the best."
         )
     elif cut_short and result.gap is not None and result.gap > 0:
         how = "Cancelled" if result.status is SolveStatus.CANCELLED else "Stopped at its limit"

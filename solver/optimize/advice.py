@@ -15,6 +15,7 @@ from solver.optimize.backends import registry
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.handover import STALLED
 from solver.optimize.incumbents import SolveResult
+from solver.optimize.interval_solve import INTERVALS_LABEL
 from solver.optimize.roomier import Roomier
 from solver.status import SolveStatus
 
@@ -111,8 +112,14 @@ def advise(
         stalled = STALLED in result.message
         if stalled:
             tips.append("the CP-SAT solver (--solver cpsat) on both cores from the start")
-        elif backend != "cpsat" and have_cpsat and graph.n > 100 and result.restricted is None:
-            tips.append("the CP-SAT solver (--solver cpsat)")  # when it has not run yet
+        elif (
+            backend != "cpsat"
+            and have_cpsat
+            and graph.n > 100
+            and result.restricted is None  # it has not run yet
+            and not result.formulation.startswith(INTERVALS_LABEL)  # nor was it the plan
+        ):
+            tips.append("the CP-SAT solver (--solver cpsat)")
         parts.append(f"{why}: try " + " or ".join(tips))
         if stalled:
             label = registry.backend(backend).label

@@ -149,7 +149,8 @@ def search_intervals(
     try:
         model = build_interval_model(best.graph, runs, hint, deadline=deadline, cancel=stopper)
     except BuildStopped as exc:
-        return IntervalSearch(message=f"{exc.reason} while building the interval model")
+        why = "cancelled" if exc.reason == "cancel" else "the time limit ran out"
+        return IntervalSearch(message=f"{why} while the interval model was built")
     built = time.monotonic() - began
     best.note(
         f"{label}: model built in {built:.1f} s: {model.num_variables:,} variables, "

@@ -156,9 +156,9 @@ def test_report_speaks_of_a_solve_whose_limit_ran_out_before_its_model(weak):
         variables=0,
         constraints=0,
         backend="CBC",
-        message="deadline while building the interval model",
+        message="the time limit ran out while the interval model was built",
     )
     text = " ".join(result_notes(early))
-    assert "before its model was solved (deadline while building" in text
+    assert "before its model was solved (the time limit ran out while the interval" in text
     assert "gpu runs nothing" in text
     assert "longer time limit" in text
