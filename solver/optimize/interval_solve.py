@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from solver.document.schedule import SolverInfo
 from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.backends.cpsat import run_cpsat
@@ -192,6 +194,17 @@ class _Solutions:
         self.model, self.best, self.on_progress = model, best, on_progress
 
     def offer(self, values, objective: float) -> None:
+        """Replay and offer a solution that can be cheaper than the incumbent. Not the hint
+        (an incumbent already), nor one whose objective is at least the incumbent's cost:
+        costs are rounded down, so its real cost is at least that too."""
+        if self.model.hint is not None:
+            variables, hinted = self.model.hint
+            if np.array_equal(values[variables], hinted):
+                return
+        with self.best.lock:
+            cost = self.best.cost
+        if cost is not None and objective / self.model.scale >= cost:
+            return
         info = SolverInfo(self.best.method, self.best.backend, SolveStatus.FEASIBLE)
         schedule = schedule_from_solution(self.model, lambda var: values[var.index], info)
         self.best.offer_decoded(schedule, source=BACKENDS["cpsat"].label)

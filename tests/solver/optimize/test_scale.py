@@ -24,12 +24,13 @@ from solver.document.graph_io import load_graph
 from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule
 from solver.optimize import construct as construct_module
-from solver.optimize import intervals
+from solver.optimize import interval_solve, intervals
 from solver.optimize.backends import registry
 from solver.optimize.backends.cpsat import PRESOLVE_ONCE_VARIABLES, PROBING_VARIABLES, run_cpsat
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits
 from solver.optimize.bounds import no_remat_peak
 from solver.optimize.construct import construct, construct_best, placements
+from solver.optimize.incumbents import Incumbents
 from solver.optimize.relaxation import build_relaxation, relaxation_bound
 from solver.optimize.repair import Repair
 from solver.optimize.solve import SolveOptions, plan_solve, solve_xengine
@@ -397,6 +398,36 @@ def test_the_hint_is_a_complete_feasible_solution(make_graph_):
     assert any("solution hint is complete and is feasible" in line for line in lines)
     assert outcome.objective is not None
     assert outcome.objective / model.scale <= built.timeline.total_ms
+
+
+@needs_cpsat
+def test_cpsats_echo_of_the_hint_and_solutions_no_cheaper_are_not_replayed(monkeypatch):
+    # Decoding and replaying a CP-SAT solution of a 5,107-operation tower took 6.8 s, and the
+    # one CP-SAT reported first was the hint, the incumbent itself: the solve ended past its
+    # time limit for nothing.
+    graph = _at(random_layered(100, seed=0), 0.8)
+    built = construct_best(graph)
+    best = Incumbents(graph, "xengine", "CBC", None, 1e-4)
+    assert best.offer(built.schedule, built.timeline, "the construction")
+    model = intervals.build_interval_model(graph, 2, (built.schedule, built.timeline))
+    decoded = []
+    real = interval_solve.schedule_from_solution
+    monkeypatch.setattr(
+        interval_solve, "schedule_from_solution", lambda *a: decoded.append(1) or real(*a)
+    )
+    solutions = interval_solve._Solutions(model, best, None)
+    variables, values = model.hint
+    echo = np.zeros(model.num_variables, dtype=np.int64)
+    echo[variables] = values
+    solutions.offer(echo, 0.0)  # the hint, whatever objective is claimed
+    assert decoded == []
+    other = echo.copy()
+    other[variables[0]] = 1 - other[variables[0]]
+    solutions.offer(other, built.timeline.total_ms * model.scale)  # not below the incumbent
+    assert decoded == []
+    model.hint = None  # no hint known: the same values are decoded, and refused as no cheaper
+    solutions.offer(echo, 0.0)
+    assert decoded == [1] and best.cost == built.timeline.total_ms
 
 
 @needs_cpsat
