@@ -515,8 +515,27 @@ def schedule_from_solution(im: IntervalModel, value, info: SolverInfo) -> Schedu
             chosen.setdefault((consumer, e), []).append(producer[:2])
             read_at = spans[consumer][0]
             needed_until[producer] = max(needed_until.get(producer, -1), read_at)
+    # Kept into stage t + 1 while still read: an interval may outlast its last read, and a
+    # tensor kept into a stage that does not read it is held to the stage's end. Instance
+    # (v, d, c) starting at time ``start`` and last read at ``read`` is so kept after the
+    # stages ``start // step`` to ``read // step - 1``: a sweep over those ranges, not a look
+    # at every instance in every stage (30 M looks, 6 s, on a 5,107-operation graph).
+    begins: list[list[tuple[int, str]]] = [[] for _ in range(g.n + 1)]
+    ends: list[list[tuple[int, str]]] = [[] for _ in range(g.n + 1)]
+    for (v, d, c), (start, _) in spans.items():
+        first, last = start // step, min(needed_until.get((v, d, c), -1) // step, g.n - 1) - 1
+        if first <= last:
+            begins[first].append((d, g.nodes[v].id))
+            ends[last + 1].append((d, g.nodes[v].id))
+    held: list[dict[str, int]] = [{} for _ in range(g.num_devices)]  # name -> instances kept
     stages = []
     for t in range(g.n):
+        for d, name in ends[t]:
+            held[d][name] -= 1
+            if not held[d][name]:
+                del held[d][name]
+        for d, name in begins[t]:
+            held[d][name] = held[d].get(name, 0) + 1
         ops = []
         for v, d, c in sorted(ops_at[t], key=lambda k: (k[0], k[1])):
             sources = {}
@@ -529,13 +548,6 @@ def schedule_from_solution(im: IntervalModel, value, info: SolverInfo) -> Schedu
                     best = min(served, key=lambda p: g.edge_transfer_ms(e, p[1], d))
                     sources[g.nodes[u].id] = g.devices[best[1]].name
             ops.append(Operation(g.nodes[v].id, g.devices[d].name, sources))
-        boundary = (t + 1) * step
-        keep: dict[str, set[str]] = {}
-        if t + 1 < g.n:
-            # Kept only while still read: an interval may outlast its last read, and a
-            # tensor kept into a stage that does not read it is held to the stage's end.
-            for (v, d, c), (start, _) in spans.items():
-                if start < boundary <= needed_until.get((v, d, c), -1):
-                    keep.setdefault(g.devices[d].name, set()).add(g.nodes[v].id)
-        stages.append(Stage(tuple(ops), {k: frozenset(s) for k, s in keep.items()}))
+        keep = {g.devices[d].name: frozenset(names) for d, names in enumerate(held) if names}
+        stages.append(Stage(tuple(ops), keep))
     return Schedule(g.name, g.memory_limits, tuple(stages), info)
