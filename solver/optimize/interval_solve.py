@@ -10,6 +10,7 @@ proved: "optimal among schedules that compute each node at most C times per devi
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, replace
 
@@ -51,14 +52,23 @@ def solve_intervals(
     on_progress: ProgressCallback | None = None,
     cancel: Cancel | None = None,
     runs: int = DEFAULT_RUNS,
+    after: threading.Event | None = None,
 ) -> SolveResult:
     """Build the interval model hinted with the incumbent, run CP-SAT until the deadline,
     and conclude (module docstring). ``start`` is a :class:`~solver.optimize.solve.SolveStart`
-    and ``options`` its :class:`~solver.optimize.solve.SolveOptions`."""
+    and ``options`` its :class:`~solver.optimize.solve.SolveOptions`; ``after``: see
+    :func:`search_intervals`."""
     best, started, deadline = start.best, start.started, start.deadline
     base = replace(start.base, formulation=f"{INTERVALS_LABEL} (C={runs})")
     search = search_intervals(
-        best, deadline, cancel, None, runs, threads=options.threads or 2, on_progress=on_progress
+        best,
+        deadline,
+        cancel,
+        None,
+        runs,
+        threads=options.threads or 2,
+        on_progress=on_progress,
+        after=after,
     )
     base = replace(
         base,
@@ -136,6 +146,7 @@ def search_intervals(
     runs: int = DEFAULT_RUNS,
     threads: int = 1,
     on_progress: ProgressCallback | None = None,
+    after: threading.Event | None = None,
 ) -> IntervalSearch:
     """Run CP-SAT on the interval model of ``best.graph``, hinted with ``best``'s incumbent,
     until ``deadline``, ``cancel`` or ``stop``; every solution is replayed and offered to
@@ -143,8 +154,11 @@ def search_intervals(
     records what was proven. Used alone (``--solver cpsat``, or a graph too large for the
     paper's model) and beside CBC on the paper's model, in place of the neighbourhood search.
     """
-    began = time.monotonic()
     stopper = AnyOf(cancel, stop)
+    if after is not None:  # another build shares the interpreter: let it finish first
+        while not after.wait(0.1) and time.monotonic() < deadline and not stopper.is_set():
+            pass
+    began = time.monotonic()
     with best.lock:
         hint = (best.schedule, best.timeline) if best.schedule is not None else None
     label = f"{INTERVALS_LABEL} (C={runs})"

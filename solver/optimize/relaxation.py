@@ -34,6 +34,7 @@ keeps the bound valid).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,10 +202,14 @@ def relaxation_bound(
     time_limit_s: float = 10.0,
     backend: str = "cbc",
     cancel: Cancel | None = None,
+    built: threading.Event | None = None,
 ) -> float | None:
     """A valid lower bound on the cost of every schedule of ``graph`` (module docstring), or
     ``None`` when the backend gave none in time (an infeasible relaxation means that no
     schedule exists; that is reported by the paper's necessary condition first).
+
+    ``built`` is set once the program is built, before the backend runs: the build is
+    Python, the backend is not, so another build waiting for the interpreter can go on.
 
     Examples
     --------
@@ -217,6 +222,8 @@ def relaxation_bound(
     except Stopped:
         return None
     options = BackendOptions(backend=backend, time_limit_s=time_limit_s, gap_rel=1e-6, threads=1)
+    if built is not None:
+        built.set()
     outcome = run_backend(relaxation.program, options, None, cancel)
     if outcome.status is SolveStatus.OPTIMAL and outcome.objective is not None:
         return outcome.objective

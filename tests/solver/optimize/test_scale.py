@@ -25,6 +25,7 @@ from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule
 from solver.optimize import construct as construct_module
 from solver.optimize import interval_solve, intervals
+from solver.optimize import relaxation as relaxation_module
 from solver.optimize.backends import registry
 from solver.optimize.backends.cpsat import PRESOLVE_ONCE_VARIABLES, PROBING_VARIABLES, run_cpsat
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits
@@ -428,6 +429,33 @@ def test_cpsats_echo_of_the_hint_and_solutions_no_cheaper_are_not_replayed(monke
     model.hint = None  # no hint known: the same values are decoded, and refused as no cheaper
     solutions.offer(echo, 0.0)
     assert decoded == [1] and best.cost == built.timeline.total_ms
+
+
+@needs_cpsat
+def test_the_interval_model_is_built_once_the_relaxation_is(monkeypatch, no_exact_search):
+    # Both builds are Python: side by side on a 5,107-operation tower they were both done
+    # 20.6 s after the construction; one after the other the relaxation's CBC runs in its
+    # own process while the interval model is built.
+    events: list[str] = []
+    real_relaxation = relaxation_module.build_relaxation
+    real_intervals = interval_solve.build_interval_model
+
+    def slow_relaxation(*args, **kwargs):
+        built = real_relaxation(*args, **kwargs)
+        time.sleep(0.5)  # longer than a small interval build
+        events.append("relaxation built")
+        return built
+
+    def intervals_noted(*args, **kwargs):
+        events.append("interval model started")
+        return real_intervals(*args, **kwargs)
+
+    monkeypatch.setattr(relaxation_module, "build_relaxation", slow_relaxation)
+    monkeypatch.setattr(interval_solve, "build_interval_model", intervals_noted)
+    graph = _at(random_layered(60, seed=1), 0.8)
+    result = solve_xengine(graph, SolveOptions(backend="cpsat", time_limit_s=3))
+    assert result.ok and check_schedule(graph, result.schedule).valid
+    assert events[:2] == ["relaxation built", "interval model started"]
 
 
 @needs_cpsat
