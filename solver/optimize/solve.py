@@ -291,25 +291,31 @@ def _relaxation_beside(
     built: threading.Event | None = None,
 ) -> Iterator[None]:
     """Compute :mod:`solver.optimize.relaxation`'s bound on a thread of its own while the
-    solve runs (CBC in a process of its own), raising the incumbents' floor when it is in;
-    ``built`` is set once it is built (or stopped), when its CBC is about to start."""
+    solve runs (CBC in a process of its own), raising the incumbents' floor with each bound
+    CBC reports; ``built`` is set once it is built (or stopped), when its CBC is about to
+    start."""
     stop = threading.Event()
     best = start.best
     budget = min(RELAXATION_SECONDS, max(0.5, options.time_limit_s * RELAXATION_SHARE))
 
+    def raise_floor(bound: float) -> None:
+        if not stop.is_set():
+            why = f"relaxation: no schedule costs less than {bound:.6g} ms"
+            best.raise_floor(bound, why, "the relaxation")
+
     def run() -> None:
         try:
-            bound = relaxation_bound(best.graph, budget, "cbc", AnyOf(stop, cancel), built)
+            bound = relaxation_bound(
+                best.graph, budget, "cbc", AnyOf(stop, cancel), built, raise_floor
+            )
         except Exception:  # a bound is a bonus: never let it cost the solve
             logger.exception("the relaxation bound failed")
             return
         finally:
             if built is not None:
                 built.set()
-        if bound is not None and not stop.is_set():
-            best.raise_floor(
-                bound, f"relaxation: no schedule costs less than {bound:.6g} ms", "the relaxation"
-            )
+        if bound is not None:
+            raise_floor(bound)
 
     thread = threading.Thread(target=run, name="xengine-relaxation", daemon=True)
     thread.start()

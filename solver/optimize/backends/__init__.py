@@ -92,6 +92,7 @@ def run_backend(
     cancel: Cancel | None = None,
     start: np.ndarray | None = None,
     on_solution: SolutionCallback | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> BackendResult:
     """Solve ``problem`` with one backend, reporting progress and obeying a cancel Event.
 
@@ -112,6 +113,9 @@ def run_backend(
         A MIP start for a :class:`LinearProgram`, one value per column.
     on_solution : callable, optional
         HiGHS only: called with each improving solution's column values during the search.
+    on_started : callable, optional
+        Called once the solver runs: for CBC, after its model file is written (the Python
+        part of a solve, which another thread's build waits for).
 
     Returns
     -------
@@ -139,13 +143,13 @@ def run_backend(
     if options.backend not in available_backends():
         raise ValueError(f"backend {options.backend!r} is not installed; use 'cbc'")
     if isinstance(problem, LinearProgram):
-        return _run(problem, options, on_progress, cancel, start, on_solution)
+        return _run(problem, options, on_progress, cancel, start, on_solution, on_started)
     if problem.sense != pulp.LpMinimize:
         raise ValueError("run_backend expects a minimisation problem; bounds assume it")
     program, variables = from_pulp(problem)
     if options.warm_start and start is None:
         start = np.array([v.varValue or 0.0 for v in variables], dtype=float)
-    result = _run(program, options, on_progress, cancel, start, on_solution)
+    result = _run(program, options, on_progress, cancel, start, on_solution, on_started)
     if result.values is not None:
         for var, value in zip(variables, result.values.tolist(), strict=True):
             var.varValue = value
@@ -160,8 +164,11 @@ def _run(
     cancel: Cancel | None,
     start: np.ndarray | None,
     on_solution: SolutionCallback | None,
+    on_started: Callable[[], None] | None = None,
 ) -> BackendResult:
     tracker = Tracker(program.offset, on_progress)
     if options.backend == "highs":  # each runner is its own: a new one is a new branch here
+        if on_started is not None:
+            on_started()
         return run_highs(program, options, tracker, cancel, start, on_solution)
-    return run_cbc(program, options, tracker, cancel, start)
+    return run_cbc(program, options, tracker, cancel, start, on_started)

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -91,8 +92,10 @@ def run_cbc(
     tracker: Tracker,
     cancel: Cancel | None,
     start: np.ndarray | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> BackendResult:
-    """Write MPS, run CBC under our control, and read its solution back."""
+    """Write MPS, run CBC under our control, and read its solution back; ``on_started`` is
+    called once CBC runs (writing the file is Python, CBC is not)."""
     cbc = pulp.PULP_CBC_CMD.pulp_cbc_path  # a class attribute: no PuLP 4 deprecation warning
     if not (pulp.PULP_CBC_CMD._permissions_ok and os.access(cbc, os.X_OK)):
         return error_result(tracker, f"the CBC bundled with PuLP is not executable: {cbc}")
@@ -121,6 +124,8 @@ def run_cbc(
             cbc, mps, sol, mst if start is not None else None, replace(options, time_limit_s=left)
         )
         child = _spawn_cbc(args)
+        if on_started is not None:
+            on_started()
         try:
             deadline = tracker.start + options.time_limit_s + HARD_STOP_GRACE_S
             reason = _pump_cbc(child, tracker, cancel, deadline)
