@@ -15,6 +15,7 @@ __all__ = [
     "node_requirement",
     "lower_bound",
     "each_node_once",
+    "devices_for",
     "no_remat_peak",
     "explain_infeasible",
 ]
@@ -64,16 +65,22 @@ def each_node_once(graph: Graph) -> float | None:
     """
     total = 0.0
     for k in range(graph.n):
-        need = node_requirement(graph, k)
-        costs = [
-            float(graph.cost[d, k])
-            for d, device in enumerate(graph.devices)
-            if not math.isnan(graph.cost[d, k]) and need <= device.activation_budget
-        ]
-        if not costs:
+        able = devices_for(graph, k)
+        if not able:
             return None
-        total += min(costs)
+        total += min(able)[0]
     return total
+
+
+def devices_for(graph: Graph, k: int) -> list[tuple[float, int]]:
+    """``(cost, device)`` for each device that can run node ``k`` and hold it with its
+    inputs: the devices any schedule may compute it on."""
+    need = node_requirement(graph, k)
+    return [
+        (float(graph.cost[d, k]), d)
+        for d, device in enumerate(graph.devices)
+        if not math.isnan(graph.cost[d, k]) and need <= device.activation_budget
+    ]
 
 
 def no_remat_peak(graph: Graph) -> int:

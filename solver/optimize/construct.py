@@ -32,7 +32,7 @@ from solver.document.schedule import Schedule
 from solver.document.units import format_size
 from solver.execution.simulate import Timeline, simulate
 from solver.optimize.backends._common import Cancel
-from solver.optimize.bounds import node_requirement
+from solver.optimize.bounds import devices_for, node_requirement
 from solver.optimize.fit_search import FitSearch, FitSearcher
 from solver.optimize.join_search import mend
 from solver.optimize.repair import Repair, stopped
@@ -89,12 +89,7 @@ def placements(graph: Graph) -> list[list[int]]:
     them all, the device with the least plain cost first."""
     cheapest: list[int] | None = []
     for k in range(graph.n):
-        need = node_requirement(graph, k)
-        able = [
-            (float(graph.cost[d, k]), d)
-            for d, device in enumerate(graph.devices)
-            if not math.isnan(graph.cost[d, k]) and need <= device.activation_budget
-        ]
+        able = devices_for(graph, k)
         if not able:
             cheapest = None
             break

@@ -153,6 +153,8 @@ def search_intervals(
     ``best`` (an :class:`~solver.optimize.incumbents.Incumbents`), whose ``restricted``
     records what was proven. Used alone (``--solver cpsat``, or a graph too large for the
     paper's model) and beside CBC on the paper's model, in place of the neighbourhood search.
+    With ``after``, the model is built only once that is set (another Python build that
+    shares the interpreter: the relaxation's), the deadline or a stop.
     """
     stopper = AnyOf(cancel, stop)
     if after is not None:  # another build shares the interpreter: let it finish first

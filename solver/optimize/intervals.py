@@ -48,6 +48,7 @@ from solver.document.graph import Graph
 from solver.document.schedule import Operation, Schedule, SolverInfo, Stage
 from solver.errors import XEngineError
 from solver.optimize.backends._common import Cancel
+from solver.optimize.bounds import devices_for
 
 if TYPE_CHECKING:
     from solver.execution.simulate import Timeline
@@ -354,16 +355,8 @@ class BuildStopped(XEngineError):
 def able_devices(g: Graph) -> list[list[bool]]:
     """Whether device ``d`` can run node ``v`` at all: a cost, and room for the node with
     its inputs and workspace (model.md §4's necessary condition)."""
-    budgets = [int(b) for b in g.activation_budgets]
-    out = []
-    for d in range(g.num_devices):
-        row = []
-        for v in range(g.n):
-            need = int(g.output_bytes[v]) + sum(int(g.output_bytes[i]) for i in g.inputs[v])
-            need += int(g.workspace[v])
-            row.append(not math.isnan(g.cost[d, v]) and need <= budgets[d])
-        out.append(row)
-    return out
+    able = [{d for _, d in devices_for(g, v)} for v in range(g.n)]
+    return [[d in able[v] for v in range(g.n)] for d in range(g.num_devices)]
 
 
 def _memory_units(g: Graph) -> tuple[np.ndarray, list[list[int]], list[list[int]], list]:

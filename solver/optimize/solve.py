@@ -166,11 +166,12 @@ def _solve(
     # tower: built side by side, both were done 20.6 s after the construction; the interval
     # model alone takes 12 s, the relaxation 4.4 s).
     relaxed = threading.Event()
+    interval_plan = plan.formulation == "intervals"
     with (
-        _relaxation_beside(start, options, cancel, relaxed, plan.formulation == "intervals"),
+        _relaxation_beside(start, options, cancel, relaxed, interval_plan),
         exact_search_beside(start.best, start.deadline, halt),
     ):
-        after = relaxed if plan.formulation == "intervals" else None
+        after = relaxed if interval_plan else None
         result = _run_plan(start, plan, options, on_progress, halt, after)
     user_cancelled = cancel is not None and cancel.is_set()
     stopped_by_bound = start.best.closed.is_set() and result.status is not SolveStatus.OPTIMAL
@@ -293,9 +294,9 @@ def _relaxation_beside(
 ) -> Iterator[None]:
     """Compute :mod:`solver.optimize.relaxation`'s bound on a thread of its own while the
     solve runs (CBC in a process of its own), raising the incumbents' floor with each bound
-    CBC reports; ``built`` is set once it is built (or stopped), when its CBC is about to
-    start. On the ``interval_plan`` (whose CP-SAT gives no bound
-    without the restriction) it gets :data:`RELAXATION_LARGE_SHARE` of the limit."""
+    CBC reports; ``built`` is set once its CBC runs (its build and file written) or it ended.
+    On the ``interval_plan`` (whose CP-SAT gives no bound without the restriction) it gets
+    :data:`RELAXATION_LARGE_SHARE` of the limit."""
     stop = threading.Event()
     best = start.best
     budget = min(RELAXATION_SECONDS, max(0.5, options.time_limit_s * RELAXATION_SHARE))
