@@ -25,7 +25,7 @@ from solver.optimize.backends import BackendOptions, BackendResult, registry, ru
 from solver.optimize.backends._common import AnyOf, Cancel
 from solver.optimize.baselines import checkpoint_all, checkpoint_all_where_it_fits, chen_greedy
 from solver.optimize.bounds import each_node_once, explain_infeasible
-from solver.optimize.construct import construct_best
+from solver.optimize.construct import Construction, construct_best
 from solver.optimize.exact_beside import exact_search_beside
 from solver.optimize.formulation import OFFLOADING, PAPER, Formulation
 from solver.optimize.greedy import best_heterogeneous
@@ -402,12 +402,23 @@ def start_solve(
         # the schedule everything else starts from (a 5,000-operation tower: 61.7 ms from it
         # in 33 s, 69.8 from the best baseline; cut at 6 s it gave nothing).
         best.note(f"construction: keep everything, recompute what overflows ({graph.n:,} nodes)")
+
+        def first_built(found: Construction) -> None:  # shown while a wider repair runs
+            assert found.schedule is not None and found.timeline is not None
+            best.offer(found.schedule, found.timeline, source="the construction")
+            best.note(
+                f"construction: {found.timeline.total_ms:.6g} ms in {found.seconds:.1f} s; "
+                "a repair weighing more drops at each step goes on"
+            )
+
         built = construct_best(
             graph,
             deadline=max(until, started + options.time_limit_s * CONSTRUCTION_SHARE),
             cancel=cancel,
             alternatives_until=started + options.time_limit_s * ALTERNATIVES_SHARE,
             repair_until=started + options.time_limit_s * FIRST_REPAIR_SHARE,
+            widen_until=started + options.time_limit_s * ALTERNATIVES_SHARE,
+            on_schedule=first_built,
         )
         if built.infeasible:  # the backward search ran out: no schedule fits at all
             return SolveResult(
@@ -730,11 +741,11 @@ could not be built and searched in the time left anyway (a 5,107-operation tower
 repair takes about 22 s, its model's build and CP-SAT's presolve 19 s). The rest is for
 tightening and replaying it (2.6 s there)."""
 ALTERNATIVES_SHARE = 0.3
-"""Once the construction has a schedule, it repairs another placement only if that would end
-within this share of the time limit (judged by its longest repair so far): the rest is the
-model's. A 5,107-operation tower's second placement took 16 s for a dearer schedule, and
-CP-SAT improved the first one 10 s after its presolve (docs/solver.md, "Time for the
-model")."""
+"""Once the construction has a schedule, it repairs another placement, or the first one again
+with a wider greed, only if that would end within this share of the time limit (judged by its
+longest repair so far, three times the first for the wider greed): the rest is the model's.
+A 5,107-operation tower's second placement took 16 s for a dearer schedule, and CP-SAT
+improved the first one 10 s after its presolve (docs/solver.md, "Time for the model")."""
 
 
 def _heuristic_seconds(options: SolveOptions) -> float:

@@ -1,0 +1,71 @@
+"""The construction's wider repair: the first placement repaired again weighing more drops at
+each step, the cheaper schedule kept, the first one heard before it starts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from solver.cli import parse_budget
+from solver.document.random_graphs import random_layered
+from solver.execution.simulate import check_schedule
+from solver.optimize.construct import GREEDS, WIDER, Construction, construct_best
+from solver.optimize.repair import Repair
+
+
+@pytest.fixture(scope="module")
+def graph():
+    """A 250-node random layered graph at 0.8 of its peak where the first greed repairs to
+    126,961 ms and the wider one to 122,990 (found by trying seeds; both tightened)."""
+    graph = random_layered(250, seed=6)
+    name, budget = parse_budget(graph, f"{graph.devices[0].name}=80%")
+    return graph.with_memory_limits({name: budget})
+
+
+def _repaired_ms(graph, greed: tuple[str, int]) -> float:
+    repair = Repair(graph, [0] * graph.n, *greed)
+    assert repair.run(None)
+    repair.tighten(None)
+    return repair.predicted_ms()
+
+
+def test_the_wider_repair_is_kept_where_it_is_cheaper(graph):
+    narrow, wide = _repaired_ms(graph, GREEDS[0]), _repaired_ms(graph, WIDER)
+    assert wide < narrow  # what the case is for
+    heard: list[Construction] = []
+    found = construct_best(graph, widen_until=time.monotonic() + 60, on_schedule=heard.append)
+    assert [c.timeline.total_ms for c in heard] == [narrow]
+    assert check_schedule(graph, heard[0].schedule).total_ms == narrow
+    assert found.timeline.total_ms == wide
+    assert check_schedule(graph, found.schedule).total_ms == wide
+
+
+@pytest.mark.parametrize("widen", ["never", "no time"])
+def test_without_time_to_widen_the_first_repair_is_the_answer(graph, widen):
+    narrow = _repaired_ms(graph, GREEDS[0])
+    heard: list[Construction] = []
+    until = None if widen == "never" else time.monotonic()
+    found = construct_best(graph, widen_until=until, on_schedule=heard.append)
+    assert found.timeline.total_ms == narrow
+    assert heard == []  # nothing runs after the first schedule: the caller gets it at once
+
+
+def test_a_first_repair_by_the_wider_greed_is_not_repeated(monkeypatch):
+    # 500 nodes at 0.8, seed 13 (width 0.3 sqrt(n)): the first greed gets stuck and the
+    # wider one repairs it; repairing with it again would only cost time.
+    graph = random_layered(500, seed=13, width=0.3 * 500**0.5)
+    name, budget = parse_budget(graph, f"{graph.devices[0].name}=80%")
+    graph = graph.with_memory_limits({name: budget})
+    greeds: list[tuple[str, int]] = []
+    real_run = Repair.run
+
+    def run(self, deadline, cancel=None):
+        greeds.append((self.greed, self.candidates))
+        return real_run(self, deadline, cancel)
+
+    monkeypatch.setattr(Repair, "run", run)
+    heard: list[Construction] = []
+    found = construct_best(graph, widen_until=time.monotonic() + 600, on_schedule=heard.append)
+    assert greeds == [GREEDS[0], WIDER] and heard == []
+    assert check_schedule(graph, found.schedule).valid
