@@ -12,6 +12,8 @@ from solver.document.random_graphs import random_layered
 from solver.execution.simulate import check_schedule
 from solver.optimize.construct import GREEDS, WIDER, Construction, construct_best
 from solver.optimize.repair import Repair
+from solver.optimize.solve import SolveOptions, solve_xengine
+from solver.status import Progress
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +71,14 @@ def test_a_first_repair_by_the_wider_greed_is_not_repeated(monkeypatch):
     found = construct_best(graph, widen_until=time.monotonic() + 600, on_schedule=heard.append)
     assert greeds == [GREEDS[0], WIDER] and heard == []
     assert check_schedule(graph, found.schedule).valid
+
+
+def test_a_solve_shows_the_first_schedule_then_the_wider_one(graph):
+    narrow, wide = _repaired_ms(graph, GREEDS[0]), _repaired_ms(graph, WIDER)
+    reports: list[Progress] = []
+    result = solve_xengine(graph, SolveOptions(time_limit_s=10), reports.append)
+    incumbents = [p.incumbent for p in reports if p.schedule is not None]
+    assert incumbents[:2] == [narrow, wide]  # nothing before the construction fits here
+    said = [p.log_line for p in reports if p.log_line]
+    assert any("a repair weighing more drops at each step goes on" in s for s in said)
+    assert check_schedule(graph, result.schedule).total_ms <= wide
