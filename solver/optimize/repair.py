@@ -115,8 +115,11 @@ class Repair:
         self.ops: list[list[int]] = [self._closure(t) for t in range(n)]
         self.made = np.zeros((n, n), dtype=bool)  # made[t, i]: stage t computes i
         self.reads: list[list[int]] = [[] for _ in range(n)]  # stages reading i, sorted
+        self.makers: list[list[int]] = [[] for _ in range(n)]  # stages computing i, sorted
         for t in range(n):
             self.made[t, self.ops[t]] = True
+            for i in self.ops[t]:
+                self.makers[i].append(t)
             for i in self._read_by(self.ops[t]):
                 self.reads[i].append(t)
         self.peak = np.zeros((n, self.num_d), dtype=np.int64)
@@ -404,9 +407,15 @@ class Repair:
 
     def _drop_start(self, u: int, low: int, s: int) -> int:
         """Where dropping ``u`` (held at stage ``s``, last read or made at ``low``) starts:
-        ``low``, or the stage before the last one before ``s`` that did not hold it."""
-        absent = np.flatnonzero(~self.keep[low + 2 : s + 1, u])
-        return low if not len(absent) else low + 2 + int(absent[-1]) - 1
+        ``low``, or the stage before the last one before ``s`` that did not hold it.
+
+        That stage is the last before ``s`` to compute ``u`` (a stage computes only what is
+        not resident when it starts, and ``u`` is held from the stage after it to ``s``), so
+        it is looked up in the sorted list of the stages that compute ``u``: a look down the
+        keep matrix's column took a tenth of a 5,107-operation graph's repair."""
+        makers = self.makers[u]
+        j = bisect.bisect_left(makers, s) - 1
+        return makers[j] - 1 if j >= 0 and makers[j] >= low + 2 else low
 
     def _over_after(self, t: int, change) -> int:
         """Stage ``t``'s overflow once ``change`` is applied."""
@@ -593,13 +602,12 @@ class Repair:
             if not len(inside):
                 continue
             # stages whose two rows both flip are walked again only if they make or read it
-            touched.update(inside[self.made[inside, tensor]].tolist())
-            reads = self.reads[tensor]
-            lo = bisect.bisect_left(reads, int(inside[0]))
-            hi = bisect.bisect_right(reads, int(inside[-1]))
-            if lo < hi:
-                read = np.array(reads[lo:hi], dtype=np.int64)
-                touched.update(read[np.isin(read, inside)].tolist())
+            for stages in (self.makers[tensor], self.reads[tensor]):
+                lo = bisect.bisect_left(stages, int(inside[0]))
+                hi = bisect.bisect_right(stages, int(inside[-1]))
+                if lo < hi:
+                    these = np.array(stages[lo:hi], dtype=np.int64)
+                    touched.update(these[np.isin(these, inside)].tolist())
         touched.discard(-1)
         touched.discard(self.n)
         return touched
@@ -662,6 +670,11 @@ class Repair:
                 bisect.insort(self.reads[i], t)
             self.made[t, self.ops[t]] = False
             self.made[t, ops] = True
+            old_ops, new_ops = set(self.ops[t]), set(ops)
+            for i in old_ops - new_ops:
+                self.makers[i].remove(t)
+            for i in new_ops - old_ops:
+                bisect.insort(self.makers[i], t)
             self.ops[t] = ops
             self.peak[t] = peak
             self.over[t] = self._overflow_of(peak)
