@@ -113,11 +113,9 @@ class Repair:
         else:
             self._checkpoint_all()
         self.ops: list[list[int]] = [self._closure(t) for t in range(n)]
-        self.made = np.zeros((n, n), dtype=bool)  # made[t, i]: stage t computes i
         self.reads: list[list[int]] = [[] for _ in range(n)]  # stages reading i, sorted
         self.makers: list[list[int]] = [[] for _ in range(n)]  # stages computing i, sorted
         for t in range(n):
-            self.made[t, self.ops[t]] = True
             for i in self.ops[t]:
                 self.makers[i].append(t)
             for i in self._read_by(self.ops[t]):
@@ -361,9 +359,18 @@ class Repair:
         for v in self.ops[t]:
             if v == t or newly[v]:
                 continue
-            there = np.flatnonzero(self.keep[:t, v] | self.made[:t, v])
-            if len(there):
-                yield [(v, int(there[-1]) + 1, t, +1)]
+            there = self._last_there(v, t)
+            if there is not None:
+                yield [(v, there + 1, t, +1)]
+
+    def _last_there(self, i: int, end: int) -> int | None:
+        """The last stage before ``end`` that holds ``i`` when it starts or computes it
+        (``None``: none does)."""
+        kept = np.flatnonzero(self.keep[:end, i])
+        makers = self.makers[i]
+        j = bisect.bisect_left(makers, end) - 1
+        last = max(int(kept[-1]) if len(kept) else -1, makers[j] if j >= 0 else -1)
+        return None if last < 0 else last
 
     def _overflows(self, change) -> bool:
         """Whether a stage overflows once ``change`` is applied."""
@@ -473,10 +480,10 @@ class Repair:
         for i in self.inputs[u]:
             if self.keep[end, i]:
                 continue
-            there = np.flatnonzero(self.keep[:end, i] | self.made[:end, i])
-            if not len(there) or self.place[i] != self.place[u]:
+            there = self._last_there(i, end)
+            if there is None or self.place[i] != self.place[u]:
                 return None
-            hold.append((i, int(there[-1]) + 1, end, +1))
+            hold.append((i, there + 1, end, +1))
         return hold or None
 
     def _change(self, move: list[tuple[int, int, int, int]]) -> list[tuple[np.ndarray, int, bool]]:
@@ -668,8 +675,6 @@ class Repair:
                 self.reads[i].remove(t)
             for i in new_reads - old_reads:
                 bisect.insort(self.reads[i], t)
-            self.made[t, self.ops[t]] = False
-            self.made[t, ops] = True
             old_ops, new_ops = set(self.ops[t]), set(ops)
             for i in old_ops - new_ops:
                 self.makers[i].remove(t)
