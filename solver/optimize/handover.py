@@ -24,7 +24,14 @@ from collections.abc import Callable
 from solver.optimize.backends._common import Cancel
 from solver.status import Progress
 
-__all__ = ["ROOT_WAIT_MIN_S", "ROOT_WAIT_SHARE", "STALLED", "RootWatch", "root_wait_s"]
+__all__ = [
+    "ROOT_WAIT_MAX_S",
+    "ROOT_WAIT_MIN_S",
+    "ROOT_WAIT_SHARE",
+    "STALLED",
+    "RootWatch",
+    "root_wait_s",
+]
 
 ROOT_WAIT_MIN_S = 6.0
 """The backend has at least this long for its root LP (it took at most 2.5 s where it helped)."""
@@ -32,6 +39,12 @@ ROOT_WAIT_SHARE = 0.25
 """... or this share of the time limit, when that is longer (15 s of a minute). CBC's root LP
 on ResNet-18 at 80 % of its GPU, one device, ended 10 s after its first line, and CBC then
 proved the optimum; on the models where it stalled it had not ended after 50 s."""
+ROOT_WAIT_MAX_S = 30.0
+"""... but never longer than this: three times the slowest root LP that led anywhere. In a
+300 s solve of FCN-ResNet50 at 40 % of its GPU a quarter was 75 s of CBC without a root,
+after which CP-SAT on both cores took 20 s to its best schedule; the paper's model's LP
+there (solved apart by HiGHS' interior point method in 31 s) is 9.435 ms, below the
+relaxation's 9.442 that the solve already had at 1 s, so the root had nothing to give."""
 
 
 STALLED = "had not solved its root LP"
@@ -43,9 +56,9 @@ def root_wait_s(time_limit_s: float) -> float:
     """How long the backend may run without a bound before CP-SAT takes its core.
 
     >>> root_wait_s(10), root_wait_s(60), root_wait_s(300)
-    (6.0, 15.0, 75.0)
+    (6.0, 15.0, 30.0)
     """
-    return max(ROOT_WAIT_MIN_S, ROOT_WAIT_SHARE * time_limit_s)
+    return min(ROOT_WAIT_MAX_S, max(ROOT_WAIT_MIN_S, ROOT_WAIT_SHARE * time_limit_s))
 
 
 class RootWatch:
