@@ -131,6 +131,10 @@ class Incumbents:
         (:meth:`raise_floor`): it is optimal, and the solve may stop every search. VGG16 on
         one GPU at 80 %: the relaxation proves the construction's schedule in 0.1 s, and CBC
         took 2 s more to prove it again."""
+        self.outpaced = threading.Event()
+        """Set by a search beside the backend whose bound leads the backend's so far that the
+        backend's core is worth more to that search (:mod:`~solver.optimize.exact_beside`):
+        the backend stops, and the search keeps the time left."""
 
     @property
     def cost(self) -> float | None:
@@ -196,15 +200,16 @@ class Incumbents:
                 Progress(self._elapsed(), self.cost, bound, _gap(self.cost, bound), line)
             )
 
-    def merged_progress(self, on_progress: ProgressCallback | None) -> ProgressCallback | None:
-        """The backend's reports with our incumbent folded in and time counted from the start."""
-        if on_progress is None:
-            return None
+    def merged_progress(self, on_progress: ProgressCallback | None) -> ProgressCallback:
+        """The backend's reports with our incumbent folded in and time counted from the start
+        (its bound is kept for :meth:`backend_bound` even when nobody listens)."""
 
         def report(progress: Progress) -> None:
             with self.lock:
                 if progress.bound is not None:
                     self._bound = progress.bound
+                if on_progress is None:
+                    return
                 incumbent = progress.incumbent
                 if self.cost is not None and (incumbent is None or self.cost < incumbent):
                     incumbent = self.cost
@@ -316,6 +321,11 @@ class Incumbents:
         return time.monotonic() - self.started
 
     _elapsed = elapsed
+
+    def backend_bound(self) -> float | None:
+        """The backend's own bound as it last reported it (``None`` before its first)."""
+        with self.lock:
+            return self._bound
 
     def bound_besides(self, source: str) -> float | None:
         """The best bound known from anyone but ``source``: the backend's, or a floor another

@@ -612,11 +612,11 @@ def _run_model(
         )
         search.start()
     progress = best.merged_progress(on_progress)
-    stop_backend = cancel
+    stop_backend: Cancel = AnyOf(cancel, best.outpaced)
     watch = None
     if improver == "intervals":
         watch = RootWatch(root_wait_s(options.time_limit_s), AnyOf(cancel, proven))
-        progress, stop_backend = watch.progress(progress), AnyOf(cancel, watch.stalled)
+        progress, stop_backend = watch.progress(progress), AnyOf(stop_backend, watch.stalled)
         watch.start()
     try:
         outcome = run_backend(
@@ -634,6 +634,15 @@ def _run_model(
             search.join()
             _search_then_deepen(best, deadline, cancel, threading.Event(), options.runs, 2)
             return replace(outcome, status=SolveStatus.TIME_LIMIT, bound=None, message=why)
+        if _outpaced(best, outcome, cancel):
+            why = (
+                f"{registry.backend(options.backend).label} stopped at "
+                f"{best.elapsed():.0f} s: the exact search's bound led its own, which had "
+                "stopped rising; the search kept its core"
+            )
+            best.note(why)
+            _wait(cancel, deadline)  # the exact search beside proves, or the time runs out
+            return replace(outcome, status=SolveStatus.TIME_LIMIT, bound=None, message=why)
         if search is not None and outcome.status not in _PROOFS:
             # CBC sometimes gives up well before its limit (ResNet-18 at op level, 60 s: at
             # 43 s, still in its root node); the search keeps the time the user gave.
@@ -650,6 +659,21 @@ def _stalled(watch: RootWatch, outcome: BackendResult, cancel: Cancel | None) ->
     if not watch.stalled.is_set() or outcome.status is not SolveStatus.CANCELLED:
         return False
     return cancel is None or not cancel.is_set()
+
+
+def _outpaced(best: Incumbents, outcome: BackendResult, cancel: Cancel | None) -> bool:
+    """Whether the backend was stopped because the exact search outpaced it (not by a proof,
+    a cancel or its end)."""
+    if not best.outpaced.is_set() or outcome.status is not SolveStatus.CANCELLED:
+        return False
+    return cancel is None or not cancel.is_set()
+
+
+def _wait(cancel: Cancel | None, deadline: float) -> None:
+    """Until ``deadline`` or ``cancel`` (a user's cancel, or a bound that proves the
+    incumbent)."""
+    while time.monotonic() < deadline and (cancel is None or not cancel.is_set()):
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
 
 _PROOFS = (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE, SolveStatus.CANCELLED)

@@ -10,6 +10,7 @@ bound it reports is at most the optimum.
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import pytest
@@ -116,6 +117,7 @@ class _Searcher:
 class _Best:
     def __init__(self, cost: float | None, other: float | None) -> None:
         self.cost, self.other = cost, other
+        self.outpaced = threading.Event()
 
     def bound_besides(self, source: str) -> float | None:
         return self.other
@@ -150,6 +152,25 @@ def test_a_search_that_trails_another_bound_and_cannot_catch_up_yields(
     searcher.bound += pace * look / 2
     assert trailing.is_set() is expected
     assert trailing.fired is expected
+
+
+def test_a_search_that_took_cbcs_core_does_not_yield_it() -> None:
+    # behind another bound and too slow, as in the first case above; but CBC was stopped for
+    # it (exact_beside._Leading): yielding now would leave neither running
+    from solver.optimize import exact_beside
+
+    look = exact_beside.TRAILING_LOOK_S
+    clock = [1000.0]
+    searcher = _Searcher()
+    searcher.bound = 88.0
+    best = _Best(100.0, 95.0)
+    trailing = exact_beside._Trailing(searcher, best, 1000.0 + 2 * look + 10.0, lambda: clock[0])
+    clock[0] += look
+    assert not trailing.is_set()
+    best.outpaced.set()
+    clock[0] += look
+    searcher.bound += 0.5 * look
+    assert not trailing.is_set() and not trailing.fired
 
 
 def test_the_bound_besides_a_source_leaves_its_own_floor_out() -> None:
