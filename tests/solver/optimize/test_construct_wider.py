@@ -82,3 +82,27 @@ def test_a_solve_shows_the_first_schedule_then_the_wider_one(graph):
     said = [p.log_line for p in reports if p.log_line]
     assert any("a repair weighing more drops at each step goes on" in s for s in said)
     assert check_schedule(graph, result.schedule).total_ms <= wide
+
+
+def test_a_solve_gives_the_wider_repair_half_its_time_and_other_placements_less(graph, monkeypatch):
+    # the wider repair of the first placement gains more on the largest graphs than the
+    # model does in the same time; another placement does not (solve.WIDEN_SHARE)
+    import solver.optimize.solve as solve_module
+
+    asked: dict[str, float] = {}
+
+    def construct(graph, **kwargs):
+        asked.update(kwargs, now=time.monotonic())
+        return construct_best(graph, deadline=kwargs["deadline"])
+
+    monkeypatch.setattr(solve_module, "construct_best", construct)
+    solve_xengine(graph, SolveOptions(time_limit_s=100, warm_start=True), None, _Cancelled())
+    assert asked["widen_until"] - asked["now"] == pytest.approx(50, abs=2)
+    assert asked["alternatives_until"] - asked["now"] == pytest.approx(30, abs=2)
+
+
+class _Cancelled:
+    """A cancel already set: the solve stops after its heuristic start."""
+
+    def is_set(self) -> bool:
+        return True
