@@ -131,8 +131,9 @@ class _Trailing:
 class _Leading:
     """Sets the incumbents' :attr:`~solver.optimize.incumbents.Incumbents.outpaced` once the
     search's bound leads the backend's by at least :data:`LEAD_SHARE` of what separates the
-    backend's from the incumbent, the backend's has not risen since the last look, and the
-    search, at its pace since then, would prove the incumbent before the deadline: then the
+    backend's from the incumbent, the backend's, at its pace since the last look, would not
+    reach the incumbent by the deadline (CBC's bound creeps in its root's cuts), and the
+    search, at its pace since then, would: then the
     backend's core is worth more to the search (it shares a core with CP-SAT's worker while
     CBC runs). The mirror of :class:`_Trailing`.
 
@@ -159,19 +160,18 @@ class _Leading:
         if before is None or backend is None or cost is None or not math.isfinite(cost):
             return
         then, mine_then, backend_then = before
-        if (
-            backend_then is None
-            or backend > backend_then
-            or mine - backend < LEAD_SHARE * (cost - backend)
-        ):
+        if backend_then is None or mine - backend < LEAD_SHARE * (cost - backend):
             return
-        pace = (mine - mine_then) / (now - then)
-        if mine + pace * (self.deadline - now) < cost:
+        left = self.deadline - now
+        if backend + (backend - backend_then) / (now - then) * left >= cost:
+            return  # the backend's bound, at its pace, would still prove the incumbent
+        if mine + (mine - mine_then) / (now - then) * left < cost:
             return  # the search would not prove it either: the backend keeps its chance
         self.best.note(
             f"exact search: its bound {mine:.6g} ms leads {self.best.backend}'s "
-            f"{backend:.6g}, which has not risen in {now - then:.0f} s; "
-            f"{self.best.backend} stops and its core goes to the search"
+            f"{backend:.6g}, which would not reach the incumbent in the time left at its pace "
+            f"of the last {now - then:.0f} s; {self.best.backend} stops and its core goes to "
+            "the search"
         )
         self.best.outpaced.set()
 

@@ -637,8 +637,8 @@ def _run_model(
         if _outpaced(best, outcome, cancel):
             why = (
                 f"{registry.backend(options.backend).label} stopped at "
-                f"{best.elapsed():.0f} s: the exact search's bound led its own, which had "
-                "stopped rising; the search kept its core"
+                f"{best.elapsed():.0f} s: the exact search's bound led its own, which rose "
+                "too slowly to prove the incumbent in time; the search kept its core"
             )
             best.note(why)
             _wait(cancel, deadline)  # the exact search beside proves, or the time runs out
