@@ -140,7 +140,7 @@ class _Leading:
     Measured on the 100-node random graph seed 1 at 0.9 (one device, 60 s, 2 shared cores):
     the search's bound rose from 53,674 to 55,051 while CBC's stayed at its root's 52,052 after
     24 s of its feasibility pump against a known incumbent, and the search ended 0.4 % short
-    of proving 55,252 (docs/solver.md, "The exact search takes CBC's core")."""
+    of proving 55,252 (docs/solver.md, "It takes CBC's core when it leads far")."""
 
     def __init__(
         self, best: Incumbents, deadline: float, clock: Callable[[], float] = time.monotonic
@@ -181,8 +181,8 @@ LEAD_SHARE = 0.5
 backend's to the incumbent, before the backend's core goes to the search."""
 
 TRAILING_LOOK_S = 2.0
-"""How often the search asks whether it trails (:class:`_Trailing`); its pace is measured from
-its first look on."""
+"""How often the search asks whether it trails (:class:`_Trailing`, its pace measured from its
+first look on) or leads (:class:`_Leading`, both paces measured since the last look)."""
 
 
 def _offer(best: Incumbents, found: BestSearch) -> None:
